@@ -1,0 +1,22 @@
+// Package provider is a Redis lock provider that is wire- and behaviour-compatible with the stock
+// Medusa provider @medusajs/locking-redis 2.21.2, so Go services and Medusa's Node services
+// exclude each other on the same keys.
+//
+// Wire format (identical to stock): the Redis key is Namespace+key (default "medusa_lock:"), the
+// value is the owner id as a plain string (default owner "*", Execute owners
+// "execute:<uuid v4>"), and TTLs are whole seconds set with SET … EX. The Lua scripts in
+// scripts/ carry the logic of stock's acquireLock, extendLock and releaseLock.
+//
+// Fixed stock defects, without touching the wire format:
+//   - a failed multi-key acquisition gives back the keys it took; keys the owner already held
+//     stay held;
+//   - keys are de-duplicated and taken in sorted order, so opposite orders cannot deadlock;
+//   - a timed-out Execute gives back every key it took, never another owner's;
+//   - the same owner re-enters its lock also when it queues (AwaitQueue);
+//   - ReleaseAll deletes a key only if the owner still matches at delete time (one Lua
+//     compare-and-unlink per key, pipelined per SCAN batch), escapes glob characters of the
+//     namespace, and scans every master of a Cluster.
+//
+// Every call takes a context and honours its cancellation; a Provider is safe for concurrent use
+// and holds no global state.
+package provider

@@ -1,0 +1,229 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// LeaseOptions are the arguments of AcquireLease.
+type LeaseOptions struct {
+	// Owner of the lease; "" gives a fresh "execute:<uuid v4>", as stock execute does.
+	Owner string
+	// Timeout bounds the wait for every key; default Options.WaitLockingTimeout (5 s).
+	Timeout time.Duration
+	// Expire is the lease, renewed every max(Expire/3, 250 ms) while held; default 60 s,
+	// rounded up to whole seconds.
+	Expire time.Duration
+}
+
+// Lease is a set of keys held under one owner and renewed in the background until Release, or
+// until a renewal finds that a key expired or changed owner (the lease is then lost: Done is
+// closed and Err returns a *ConflictError matching ErrLockLost).
+type Lease struct {
+	p        *Provider
+	keys     []string // sorted, without namespace
+	owner    string
+	ttl      int64
+	interval time.Duration
+	acquired time.Time
+
+	ctx    context.Context // cancelled with the loss as cause, or by Release
+	cancel context.CancelCauseFunc
+	stop   chan struct{}
+	done   chan struct{} // closed when the renewal goroutine has exited
+
+	releaseOnce sync.Once
+	released    bool
+	releaseErr  error
+}
+
+// AcquireLease waits up to opts.Timeout for every key and returns a renewed lease. When the
+// timeout passes first it returns a *ConflictError matching ErrTimedOut ("Timed-out acquiring
+// lock.") after giving back every key it took; when ctx ends first it returns ctx's cause. The
+// lease does not end with ctx: call Release.
+func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOptions) (*Lease, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("%w: a lease needs at least one key", ErrInvalidArgument)
+	}
+	owner := opts.Owner
+	if owner == "" {
+		owner = NewExecuteOwner()
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = p.opts.WaitLockingTimeout
+	}
+	expire := opts.Expire
+	if expire <= 0 {
+		expire = DefaultLeaseExpire
+	}
+	ttl := ttlSeconds(expire)
+	sorted := normalizeKeys(keys)
+	timeoutErr := timedOut(sorted)
+	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
+	defer cancel()
+	if _, err := p.acquireQueued(waitCtx, sorted, owner, ttl); err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if errors.Is(err, timeoutErr) {
+			return nil, timedOut(sorted)
+		}
+		return nil, err
+	}
+	l := &Lease{
+		p:        p,
+		keys:     sorted,
+		owner:    owner,
+		ttl:      ttl,
+		interval: max(time.Duration(ttl)*time.Second/3, MinRenewInterval),
+		acquired: time.Now(),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	go l.renew()
+	return l, nil
+}
+
+// Keys returns the leased keys, sorted, without namespace.
+func (l *Lease) Keys() []string { return l.keys }
+
+// Owner returns the lease's owner id.
+func (l *Lease) Owner() string { return l.owner }
+
+// Done is closed when the lease is lost or released.
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err returns the loss (a *ConflictError matching ErrLockLost) once the lease is lost, else nil.
+func (l *Lease) Err() error {
+	var ce *ConflictError
+	if errors.As(context.Cause(l.ctx), &ce) {
+		return ce
+	}
+	return nil
+}
+
+// errReleased is the cause of a lease context ended by Release.
+var errReleased = errors.New("provider: lease released")
+
+// renew extends every key each interval. A Redis error is logged and retried; a key that is gone
+// or owned by someone else ends the lease as lost.
+func (l *Lease) renew() {
+	defer close(l.done)
+	timer := time.NewTimer(l.interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-timer.C:
+		}
+		ctx, cancel := context.WithTimeout(l.ctx, l.interval)
+		res, errs, err := l.p.scriptBatch(ctx, extendScript, l.keys, l.owner, l.ttl)
+		cancel()
+		select {
+		case <-l.stop:
+			return // released meanwhile: the result no longer matters
+		default:
+		}
+		if err == nil {
+			err = errors.Join(errs...)
+		}
+		if err != nil {
+			l.p.opts.Logger.Warn(fmt.Sprintf("Failed to renew lock for key(s) %s: %v. Retrying in %dms.",
+				quoteKeys(l.keys), err, l.interval.Milliseconds()))
+			timer.Reset(l.interval)
+			continue
+		}
+		var lost []string
+		for i, key := range l.keys {
+			if res[i] != 1 {
+				lost = append(lost, key)
+			}
+		}
+		if len(lost) > 0 {
+			lostErr := lockLost(lost)
+			l.p.opts.Logger.Warn(lostErr.Error(), "owner", l.owner)
+			for _, key := range lost {
+				l.p.emit(EventLost, key, l.owner, 0, time.Since(l.acquired))
+			}
+			l.cancel(lostErr)
+			return
+		}
+		for _, key := range l.keys {
+			l.p.emit(EventRenewed, key, l.owner, 0, time.Since(l.acquired))
+		}
+		timer.Reset(l.interval)
+	}
+}
+
+// Release stops the renewal and deletes every key still held by the lease's owner. It reports
+// whether every key was released (false after a loss). Calling it again returns the first result.
+func (l *Lease) Release(ctx context.Context) (bool, error) {
+	l.releaseOnce.Do(func() {
+		close(l.stop)
+		<-l.done
+		l.cancel(errReleased)
+		held := time.Since(l.acquired)
+		ctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		res, errs, err := l.p.scriptBatch(ctx, releaseScript, l.keys, l.owner)
+		if err != nil {
+			l.releaseErr = fmt.Errorf("release lease %s: %w", quoteKeys(l.keys), err)
+			return
+		}
+		l.released = true
+		for i, key := range l.keys {
+			if errs[i] == nil && res[i] == 1 {
+				l.p.emit(EventReleased, key, l.owner, 0, held)
+			} else {
+				l.released = false
+			}
+		}
+	})
+	return l.released, l.releaseErr
+}
+
+// ExecuteOptions are the arguments of Execute.
+type ExecuteOptions struct {
+	// Timeout bounds the wait for every key; default Options.WaitLockingTimeout (5 s).
+	Timeout time.Duration
+	// Expire is the lease renewed while the job runs; default 60 s.
+	Expire time.Duration
+}
+
+// Execute runs job while holding every key under a fresh "execute:<uuid>" owner, as stock
+// execute does: it waits up to opts.Timeout (else a *ConflictError matching ErrTimedOut, with
+// every key it took given back), renews the lease while job runs, and always releases under its
+// own owner. If the lease is lost, job's context is cancelled with the loss as its cause and,
+// unless job returns an error of its own, Execute returns the loss (matching ErrLockLost). The
+// job's own error is returned unchanged. A failure to release after the job is logged, not
+// returned: the keys then expire with their lease.
+func (p *Provider) Execute(ctx context.Context, keys []string, job func(ctx context.Context) error, opts ExecuteOptions) error {
+	lease, err := p.AcquireLease(ctx, keys, LeaseOptions{Timeout: opts.Timeout, Expire: opts.Expire})
+	if err != nil {
+		return err
+	}
+	jobCtx, cancelJob := context.WithCancelCause(ctx)
+	stopWatch := context.AfterFunc(lease.ctx, func() {
+		if lost := lease.Err(); lost != nil {
+			cancelJob(lost)
+		}
+	})
+	jobErr := job(jobCtx)
+	stopWatch()
+	cancelJob(nil)
+	lost := lease.Err()
+	if _, err := lease.Release(ctx); err != nil {
+		p.opts.Logger.Warn("Failed to release lock after execute; it expires with its lease",
+			"keys", lease.keys, "owner", lease.owner, "error", err)
+	}
+	if jobErr != nil {
+		return jobErr
+	}
+	return lost
+}

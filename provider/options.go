@@ -1,0 +1,138 @@
+package provider
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Defaults, the same as stock Medusa's.
+const (
+	// DefaultNamespace is the key prefix stock Medusa uses.
+	DefaultNamespace = "medusa_lock:"
+	// DefaultOwner is the anonymous owner, used when no owner is given.
+	DefaultOwner = "*"
+	// ExecuteOwnerPrefix starts the owner of every Execute and lease: "execute:<uuid v4>".
+	ExecuteOwnerPrefix = "execute:"
+	// DefaultWaitLockingTimeout bounds how long Execute waits for its keys.
+	DefaultWaitLockingTimeout = 5 * time.Second
+	// DefaultRetryInterval is the first wait between attempts on a held key.
+	DefaultRetryInterval = 20 * time.Millisecond
+	// DefaultMaximumRetryInterval caps the wait between attempts.
+	DefaultMaximumRetryInterval = time.Second
+	// DefaultBackoffFactor multiplies the wait after every failed attempt.
+	DefaultBackoffFactor = 2.0
+	// DefaultLeaseExpire is Execute's lease when none is given.
+	DefaultLeaseExpire = 60 * time.Second
+	// MinRenewInterval is the floor of the renewal interval, max(expire/3, 250 ms) as in stock.
+	MinRenewInterval = 250 * time.Millisecond
+)
+
+// Options tune a Provider. The zero value (or a nil *Options) gives stock Medusa's defaults.
+type Options struct {
+	// Namespace prefixes every key. Default "medusa_lock:". Stock Medusa honours an empty
+	// namespace and then scans the whole database in releaseAll; this provider does not allow
+	// that: an empty Namespace means the default.
+	Namespace string
+	// WaitLockingTimeout bounds Execute's wait for its keys when the call gives no Timeout.
+	// Default 5 s.
+	WaitLockingTimeout time.Duration
+	// DefaultRetryInterval is the first wait between attempts on a held key. Default 20 ms.
+	DefaultRetryInterval time.Duration
+	// MaximumRetryInterval caps the wait between attempts. Default 1 s.
+	MaximumRetryInterval time.Duration
+	// BackoffFactor multiplies the wait after each failed attempt. Default 2. Each wait is
+	// jittered to 50–100 % of its value; the delay is shared by all keys of one call.
+	BackoffFactor float64
+	// Waker, when set, may end a wait between attempts early (for example on a release
+	// notification). Without it the provider sleeps the backoff delay.
+	Waker Waker
+	// Observer, when set, receives every lock event (waiting, acquired, released, gave up,
+	// renewed, lost). It is called synchronously and must not block.
+	Observer Observer
+	// Logger receives warnings (failed renewals, failed clean-ups). Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Waker ends a wait between two acquisition attempts early. Implementations return when the key
+// may have become free, when d has elapsed, or when ctx is done, whichever comes first.
+type Waker interface {
+	Wait(ctx context.Context, redisKey string, d time.Duration)
+}
+
+// sleepWaker waits the full backoff delay: the polling that stock Medusa does.
+type sleepWaker struct{}
+
+func (sleepWaker) Wait(ctx context.Context, _ string, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// EventKind names what happened to a lock.
+type EventKind string
+
+// The lock events an Observer receives.
+const (
+	EventWaiting  EventKind = "waiting"  // a key was held by someone else; the caller waits
+	EventAcquired EventKind = "acquired" // the key was taken (Wait says how long it took)
+	EventReleased EventKind = "released" // the owner released the key (Held says how long)
+	EventGaveUp   EventKind = "gave_up"  // the caller stopped trying: conflict, timeout or cancel
+	EventRenewed  EventKind = "renewed"  // a lease was extended
+	EventLost     EventKind = "lost"     // a lease could not be renewed: another owner or expiry
+)
+
+// Event is one thing that happened to one key.
+type Event struct {
+	Kind  EventKind
+	Key   string // without namespace
+	Owner string
+	Time  time.Time
+	// Wait is the time spent waiting before Acquired or GaveUp.
+	Wait time.Duration
+	// Held is the time the key was held, on Released and Lost.
+	Held time.Duration
+}
+
+// Observer receives lock events; see Options.Observer.
+type Observer interface {
+	LockEvent(Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(Event)
+
+// LockEvent calls f.
+func (f ObserverFunc) LockEvent(e Event) { f(e) }
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.Namespace == "" {
+		out.Namespace = DefaultNamespace
+	}
+	if out.WaitLockingTimeout <= 0 {
+		out.WaitLockingTimeout = DefaultWaitLockingTimeout
+	}
+	if out.DefaultRetryInterval <= 0 {
+		out.DefaultRetryInterval = DefaultRetryInterval
+	}
+	if out.MaximumRetryInterval <= 0 {
+		out.MaximumRetryInterval = DefaultMaximumRetryInterval
+	}
+	if out.BackoffFactor < 1 {
+		out.BackoffFactor = DefaultBackoffFactor
+	}
+	if out.Waker == nil {
+		out.Waker = sleepWaker{}
+	}
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	return out
+}

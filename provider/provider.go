@@ -1,0 +1,164 @@
+package provider
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/acquire.lua
+	acquireSrc string
+	//go:embed scripts/extend.lua
+	extendSrc string
+	//go:embed scripts/release.lua
+	releaseSrc string
+	//go:embed scripts/unlink.lua
+	unlinkSrc string
+
+	acquireScript = redis.NewScript(acquireSrc)
+	extendScript  = redis.NewScript(extendSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+	unlinkScript  = redis.NewScript(unlinkSrc)
+)
+
+// Script results of acquire.lua.
+const (
+	acquireHeld     = 0 // someone else holds the key
+	acquireFresh    = 1 // the key was free and is now ours
+	acquireReentered = 2 // we already held it; the TTL was rewritten
+)
+
+// Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
+// use; it owns no goroutine except the renewal of leases it hands out.
+type Provider struct {
+	client redis.UniversalClient
+	opts   Options
+}
+
+// New returns a Provider on client (standalone, Sentinel or Cluster). opts may be nil.
+// The caller keeps ownership of client and closes it.
+func New(client redis.UniversalClient, opts *Options) *Provider {
+	return &Provider{client: client, opts: opts.withDefaults()}
+}
+
+// Namespace returns the key prefix in use.
+func (p *Provider) Namespace() string { return p.opts.Namespace }
+
+// Client returns the Redis client the provider uses.
+func (p *Provider) Client() redis.UniversalClient { return p.client }
+
+// RedisKey returns the Redis key of a lock key: Namespace+key, as stock Medusa builds it.
+func (p *Provider) RedisKey(key string) string { return p.opts.Namespace + key }
+
+// NewExecuteOwner returns a fresh Execute owner, "execute:<uuid v4>", as stock Medusa makes one.
+func NewExecuteOwner() string { return ExecuteOwnerPrefix + uuid.NewString() }
+
+// ownerOrDefault maps an empty owner to the anonymous owner "*", as stock does with null.
+func ownerOrDefault(owner string) string {
+	if owner == "" {
+		return DefaultOwner
+	}
+	return owner
+}
+
+// ttlSeconds renders a lock TTL as stock sends it: whole seconds, at least 1, "0" for no expiry.
+// A duration that is not a whole number of seconds is rounded up, so a lease is never shorter
+// than asked (stock Medusa rejects fractional seconds with a Redis error instead).
+func ttlSeconds(d time.Duration) int64 {
+	if d == 0 {
+		return 0
+	}
+	if d < time.Second {
+		return 1
+	}
+	return int64(math.Ceil(d.Seconds()))
+}
+
+// normalizeKeys drops duplicate keys and returns them in sorted order: the order in which every
+// multi-key call takes them, so two callers naming the same keys in opposite orders cannot
+// deadlock.
+func normalizeKeys(keys []string) []string {
+	out := slices.Clone(keys)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// scriptBatch runs one script over many keys in a single pipeline. Each key's result is in
+// results (script replies) and errs (per-key Redis errors such as WRONGTYPE). A transport error
+// is returned as err. NOSCRIPT replies (a flushed script cache, a failover) are retried once with
+// the full script text.
+func (p *Provider) scriptBatch(ctx context.Context, s *redis.Script, keys []string, args ...any) (results []int64, errs []error, err error) {
+	results = make([]int64, len(keys))
+	errs = make([]error, len(keys))
+	pending := make([]int, len(keys))
+	for i := range keys {
+		pending[i] = i
+	}
+	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
+		pipe := p.client.Pipeline()
+		cmds := make([]*redis.Cmd, len(pending))
+		for j, i := range pending {
+			if attempt == 0 {
+				cmds[j] = s.EvalSha(ctx, pipe, []string{p.RedisKey(keys[i])}, args...)
+			} else {
+				cmds[j] = s.Eval(ctx, pipe, []string{p.RedisKey(keys[i])}, args...)
+			}
+		}
+		_, _ = pipe.Exec(ctx)
+		var retry []int
+		for j, i := range pending {
+			v, cmdErr := cmds[j].Int64()
+			switch {
+			case cmdErr == nil:
+				results[i] = v
+				errs[i] = nil
+			case redis.HasErrorPrefix(cmdErr, "NOSCRIPT"):
+				retry = append(retry, i)
+				errs[i] = cmdErr
+			case isReplyError(cmdErr):
+				errs[i] = cmdErr
+			default:
+				return nil, nil, fmt.Errorf("redis: %w", cmdErr)
+			}
+		}
+		pending = retry
+	}
+	return results, errs, nil
+}
+
+// isReplyError tells a Redis error reply (the command ran and failed) from a transport error.
+func isReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !isNetworkReply(err)
+}
+
+// isNetworkReply reports errors that go-redis types as redis.Error but that mean the server
+// could not run the command (loading, failing over); they are treated as transport errors.
+func isNetworkReply(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "READONLY") ||
+		strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "CLUSTERDOWN") ||
+		strings.HasPrefix(msg, "TRYAGAIN")
+}
+
+// cleanupContext is for giving keys back after the caller's context ended: it keeps the
+// caller's values, drops its cancellation and bounds the clean-up.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+}
+
+func (p *Provider) emit(kind EventKind, key, owner string, wait, held time.Duration) {
+	if p.opts.Observer == nil {
+		return
+	}
+	p.opts.Observer.LockEvent(Event{Kind: kind, Key: key, Owner: owner, Time: time.Now(), Wait: wait, Held: held})
+}

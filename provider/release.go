@@ -1,0 +1,114 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// scanCount is the COUNT hint of every SCAN, as stock Medusa's releaseAll uses.
+const scanCount = 100
+
+// Release deletes each key still held by owner ("" means "*"), owner-checked in Lua, and reports
+// whether every key was released, as stock does: a missing key or another owner's key gives
+// false, yet the matching keys are released. No keys gives true.
+func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bool, error) {
+	if len(keys) == 0 {
+		return true, nil
+	}
+	owner = ownerOrDefault(owner)
+	sorted := normalizeKeys(keys)
+	res, errs, err := p.scriptBatch(ctx, releaseScript, sorted, owner)
+	if err != nil {
+		return false, fmt.Errorf("release %s: %w", quoteKeys(sorted), err)
+	}
+	all := true
+	for i, key := range sorted {
+		if errs[i] != nil {
+			return false, fmt.Errorf("release %q: %w", key, errs[i])
+		}
+		if res[i] == 1 {
+			p.emit(EventReleased, key, owner, 0, 0)
+		} else {
+			all = false
+		}
+	}
+	return all, nil
+}
+
+// ReleaseAll deletes every lock in the namespace whose owner is owner ("" means "*", so named and
+// execute locks survive, as in stock) and returns how many it deleted. It walks the namespace
+// with SCAN (every master of a Cluster) and deletes with one atomic compare-and-unlink per key,
+// pipelined per batch, so a key that changed owner since it was scanned is never deleted.
+func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
+	owner = ownerOrDefault(owner)
+	released := 0
+	err := p.scanKeys(ctx, func(ctx context.Context, keys []string) error {
+		res, _, err := p.scriptBatch(ctx, unlinkScript, keys, owner)
+		if err != nil {
+			return err
+		}
+		for i, key := range keys {
+			if res[i] == 1 {
+				released++
+				p.emit(EventReleased, key, owner, 0, 0)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return released, fmt.Errorf("release all locks of %q: %w", owner, err)
+	}
+	return released, nil
+}
+
+// scanKeys calls fn with each SCAN batch of lock keys (without namespace) in the namespace, on
+// every master of a Cluster. A key may be reported twice (SCAN's guarantee); callers are
+// idempotent.
+func (p *Provider) scanKeys(ctx context.Context, fn func(ctx context.Context, keys []string) error) error {
+	match := globEscape(p.opts.Namespace) + "*"
+	scanNode := func(ctx context.Context, node redis.Cmdable) error {
+		var cursor uint64
+		for {
+			redisKeys, next, err := node.Scan(ctx, cursor, match, scanCount).Result()
+			if err != nil {
+				return err
+			}
+			if len(redisKeys) > 0 {
+				keys := make([]string, len(redisKeys))
+				for i, rk := range redisKeys {
+					keys[i] = strings.TrimPrefix(rk, p.opts.Namespace)
+				}
+				if err := fn(ctx, keys); err != nil {
+					return err
+				}
+			}
+			if next == 0 {
+				return nil
+			}
+			cursor = next
+		}
+	}
+	if cluster, ok := p.client.(*redis.ClusterClient); ok {
+		return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return scanNode(ctx, node)
+		})
+	}
+	return scanNode(ctx, p.client)
+}
+
+// globEscape makes s match itself literally in a SCAN MATCH pattern. Stock Medusa passes the
+// namespace unescaped, so "*", "?" and "[" in it widen the match to other namespaces.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '*', '?', '[', ']', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
