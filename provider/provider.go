@@ -32,8 +32,8 @@ var (
 
 // Script results of acquire.lua.
 const (
-	acquireHeld     = 0 // someone else holds the key
-	acquireFresh    = 1 // the key was free and is now ours
+	acquireHeld      = 0 // someone else holds the key
+	acquireFresh     = 1 // the key was free and is now ours
 	acquireReentered = 2 // we already held it; the TTL was rewritten
 )
 
