@@ -1,0 +1,40 @@
+# locktui: make demo (the console on an embedded Redis) and make test (everything CI runs).
+GO ?= go
+NPM ?= npm
+
+.PHONY: all build test vet node-deps go-test node-test demo bench fuzz clean
+
+all: build
+
+build:
+	$(GO) build ./...
+
+## test: vet, the Go suites with the race detector (provider, CLI, console, bridge, compat, e2e
+## against real redis-server and stock Medusa in Node), then the Node package's own tests.
+test: vet node-deps go-test node-test
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+node-deps: compat/node_modules/.package-lock.json
+
+compat/node_modules/.package-lock.json: compat/package.json compat/package-lock.json
+	cd compat && $(NPM) ci --no-audit --no-fund
+
+go-test:
+	$(GO) test -race -count=1 ./...
+
+node-test:
+	@if [ -f compat/medusa-locking-bridge/package.json ]; then cd compat/medusa-locking-bridge && $(NPM) test; fi
+
+## demo: the console against an embedded Redis with simulated workers; nothing to install.
+demo:
+	$(GO) run ./cmd/locktui demo
+
+## bench: Go provider, bridge and stock Medusa side by side on one Redis; prints JSON.
+bench: node-deps
+	$(GO) run ./cmd/bench
+
+clean:
+	rm -rf bin compat/node_modules
