@@ -1,0 +1,375 @@
+package stocknode
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// NodeInstallHint tells a developer how to get node.
+const NodeInstallHint = "node not found on PATH: install Node.js 20 or newer (`apt-get install -y nodejs npm` on Debian/Ubuntu, or https://nodejs.org)"
+
+// DepsHint tells a developer how to install the stock Medusa packages.
+const DepsHint = "run `make node-deps` (npm ci in compat/)"
+
+// ErrExited is returned by calls made after the driver process ended, or pending when it ended.
+var ErrExited = errors.New("stocknode: the stock driver process exited")
+
+// Options configure the stock provider of one driver. The zero value gives stock defaults.
+type Options struct {
+	// Namespace is the provider option "namespace"; "" leaves it out, so stock uses its
+	// default "medusa_lock:".
+	Namespace string
+	// RedisOptions is the provider option "redisOptions", handed to ioredis.
+	RedisOptions map[string]any
+	// ModuleOptions are the Locking module's options (waitLockingTimeout, defaultRetryInterval,
+	// maximumRetryInterval, backoffFactor): stock 2.21.2 reads its tuning from there.
+	ModuleOptions map[string]any
+	// Trace reports every Lua script call of the stock provider (see Driver.WatchScript).
+	Trace bool
+	// ReadyTimeout bounds the start-up (loading the packages, connecting to Redis). Default 60 s.
+	ReadyTimeout time.Duration
+}
+
+// Info is what the driver reports once the stock provider is built.
+type Info struct {
+	Versions struct {
+		LockingRedis string `json:"lockingRedis"`
+		IORedis      string `json:"ioredis"`
+		Node         string `json:"node"`
+	} `json:"versions"`
+	// Namespace is the key prefix the stock provider uses.
+	Namespace string `json:"namespace"`
+	// Tuning is the stock provider's effective retry and timeout settings.
+	Tuning struct {
+		WaitLockingTimeout   float64 `json:"waitLockingTimeout"`
+		DefaultRetryInterval float64 `json:"defaultRetryInterval"`
+		MaximumRetryInterval float64 `json:"maximumRetryInterval"`
+		BackoffFactor        float64 `json:"backoffFactor"`
+	} `json:"tuning"`
+}
+
+// Driver is one running stock provider. Its methods are safe for concurrent use.
+type Driver struct {
+	// Info describes the stock provider (versions, namespace, tuning).
+	Info Info
+
+	cmd    *exec.Cmd
+	stderr *tail
+	exited chan struct{} // closed when the process has ended and stdout is drained
+
+	wmu   sync.Mutex // serialises writes to stdin; never held with mu
+	stdin io.WriteCloser
+
+	mu       sync.Mutex
+	nextID   int64
+	pending  map[int64]func(reply)
+	execs    map[int64]*Execution
+	watchers []*watcher
+	logs     []Event
+	scripts  []Event
+	dead     bool
+}
+
+// reply is one answer line of the driver.
+type reply struct {
+	ID     *int64          `json:"id"`
+	OK     bool            `json:"ok"`
+	Result json.RawMessage `json:"result"`
+	Error  *Error          `json:"error"`
+}
+
+// Start runs the stock provider against redisURL for the rest of the test. It fails the test
+// (never skips) when node or the npm packages are missing, or when the provider does not start.
+func Start(t testing.TB, redisURL string, opts *Options) *Driver {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal(NodeInstallHint)
+	}
+	compat, err := CompatDir()
+	if err != nil {
+		t.Fatalf("stocknode: %v", err)
+	}
+	if err := CheckDeps(compat); err != nil {
+		t.Fatalf("stocknode: %v", err)
+	}
+	cfg := map[string]any{"redisUrl": redisURL, "trace": opts.Trace}
+	if opts.Namespace != "" {
+		cfg["namespace"] = opts.Namespace
+	}
+	if opts.RedisOptions != nil {
+		cfg["redisOptions"] = opts.RedisOptions
+	}
+	if opts.ModuleOptions != nil {
+		cfg["moduleOptions"] = opts.ModuleOptions
+	}
+	cfgJSON, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatalf("stocknode: encode config: %v", err)
+	}
+	d := &Driver{
+		stderr:  &tail{max: 64 << 10},
+		exited:  make(chan struct{}),
+		pending: map[int64]func(reply){},
+		execs:   map[int64]*Execution{},
+	}
+	d.cmd = exec.Command(node, filepath.Join("stock", "driver.js"), string(cfgJSON))
+	d.cmd.Dir = compat
+	d.cmd.Stderr = d.stderr
+	stdout, err := d.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatalf("stocknode: %v", err)
+	}
+	if d.stdin, err = d.cmd.StdinPipe(); err != nil {
+		t.Fatalf("stocknode: %v", err)
+	}
+	ready := d.watch(func(e Event) bool { return e.Event == "ready" })
+	if err := d.cmd.Start(); err != nil {
+		t.Fatalf("stocknode: start node: %v", err)
+	}
+	go d.read(stdout)
+	t.Cleanup(func() {
+		d.stop()
+		if t.Failed() {
+			t.Logf("stock driver stderr (tail):\n%s", d.stderr.String())
+		}
+	})
+	limit := opts.ReadyTimeout
+	if limit <= 0 {
+		limit = 60 * time.Second
+	}
+	select {
+	case e := <-ready:
+		if err := json.Unmarshal(e.raw, &d.Info); err != nil {
+			t.Fatalf("stocknode: bad ready event %s: %v", e.raw, err)
+		}
+	case <-d.exited:
+		t.Fatalf("stocknode: the stock driver exited during start-up: %s", d.stderr.Last(2000))
+	case <-time.After(limit):
+		t.Fatalf("stocknode: the stock driver was not ready within %s: %s", limit, d.stderr.Last(2000))
+	}
+	return d
+}
+
+// CompatDir finds compat/ next to the go.mod of the module the current directory is in.
+func CompatDir() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			compat := filepath.Join(dir, "compat")
+			if _, err := os.Stat(filepath.Join(compat, "stock", "driver.js")); err != nil {
+				return "", fmt.Errorf("the stock driver is missing from %s: %w", compat, err)
+			}
+			return compat, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the current directory: run the tests inside the locktui module")
+		}
+		dir = parent
+	}
+}
+
+// CheckDeps reports whether compat/node_modules holds the stock packages the driver loads.
+func CheckDeps(compat string) error {
+	for _, pkg := range []string{"@medusajs/locking-redis", "@medusajs/framework", "ioredis"} {
+		if _, err := os.Stat(filepath.Join(compat, "node_modules", filepath.FromSlash(pkg), "package.json")); err != nil {
+			return fmt.Errorf("%s is not installed in %s: %s", pkg, filepath.Join(compat, "node_modules"), DepsHint)
+		}
+	}
+	return nil
+}
+
+// Stderr returns the last lines the driver wrote to stderr.
+func (d *Driver) Stderr() string { return d.stderr.String() }
+
+// Call sends one request and decodes its result into out (which may be nil). A stock error
+// comes back as *Error. When ctx ends first it returns ctx's error; the call still completes
+// in Node and its reply is dropped.
+func (d *Driver) Call(ctx context.Context, op string, args, out any) error {
+	ch := make(chan reply, 1)
+	id, err := d.send(op, args, func(r reply) { ch <- r }, nil)
+	if err != nil {
+		return err
+	}
+	select {
+	case r := <-ch:
+		return decode(op, r, out)
+	case <-ctx.Done():
+		d.forget(id)
+		return ctx.Err()
+	}
+}
+
+func decode(op string, r reply, out any) error {
+	if !r.OK {
+		if r.Error == nil {
+			return fmt.Errorf("stocknode: %s failed without an error", op)
+		}
+		return r.Error
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(r.Result, out); err != nil {
+		return fmt.Errorf("stocknode: decode %s result %s: %w", op, r.Result, err)
+	}
+	return nil
+}
+
+// send writes one request; onReply is called from the reader with the answer, or with an
+// ErrExited reply when the process ends first. A non-nil exec is registered under the request's
+// id before the request is written, so it sees every event of its job.
+func (d *Driver) send(op string, args any, onReply func(reply), exec *Execution) (int64, error) {
+	d.mu.Lock()
+	if d.dead {
+		d.mu.Unlock()
+		return 0, fmt.Errorf("%w: %s", ErrExited, d.stderr.Last(2000))
+	}
+	d.nextID++
+	id := d.nextID
+	d.pending[id] = onReply
+	if exec != nil {
+		exec.id = id
+		d.execs[id] = exec
+	}
+	d.mu.Unlock()
+	line, err := json.Marshal(map[string]any{"id": id, "op": op, "args": args})
+	if err == nil {
+		d.wmu.Lock()
+		_, err = d.stdin.Write(append(line, '\n'))
+		d.wmu.Unlock()
+		if err != nil {
+			err = fmt.Errorf("%w: write %s: %v", ErrExited, op, err)
+		}
+	} else {
+		err = fmt.Errorf("stocknode: encode %s: %w", op, err)
+	}
+	if err != nil {
+		d.forget(id)
+		return 0, err
+	}
+	return id, nil
+}
+
+func (d *Driver) forget(id int64) {
+	d.mu.Lock()
+	delete(d.pending, id)
+	delete(d.execs, id)
+	d.mu.Unlock()
+}
+
+// read dispatches every stdout line until the process ends, then fails what is pending.
+func (d *Driver) read(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		d.dispatch(sc.Bytes())
+	}
+	_, _ = io.Copy(io.Discard, stdout) // after an over-long line: drain so node can exit
+	_ = d.cmd.Wait()
+	d.mu.Lock()
+	d.dead = true
+	pending := d.pending
+	d.pending = map[int64]func(reply){}
+	d.mu.Unlock()
+	gone := reply{Error: &Error{Type: "exited", Name: "ErrExited",
+		Message: "the stock driver process exited: " + d.stderr.Last(2000)}}
+	for _, onReply := range pending {
+		onReply(gone)
+	}
+	close(d.exited)
+}
+
+func (d *Driver) dispatch(line []byte) {
+	var probe struct {
+		Event string `json:"event"`
+	}
+	if err := json.Unmarshal(line, &probe); err != nil {
+		_, _ = d.stderr.Write([]byte("stocknode: unreadable driver output: " + string(line) + "\n"))
+		return
+	}
+	if probe.Event != "" {
+		d.event(line)
+		return
+	}
+	var r reply
+	if err := json.Unmarshal(line, &r); err != nil || r.ID == nil {
+		_, _ = d.stderr.Write([]byte("stocknode: unexpected driver reply: " + string(line) + "\n"))
+		return
+	}
+	d.mu.Lock()
+	onReply := d.pending[*r.ID]
+	delete(d.pending, *r.ID)
+	d.mu.Unlock()
+	if onReply != nil {
+		onReply(r)
+	}
+}
+
+// CloseInput closes the driver's stdin: it answers what is in flight (running hold jobs end
+// with an error) and exits. Later calls fail with ErrExited.
+func (d *Driver) CloseInput() error {
+	d.wmu.Lock()
+	defer d.wmu.Unlock()
+	return d.stdin.Close()
+}
+
+// stop closes stdin, gives the driver time to answer and exit, then kills it.
+func (d *Driver) stop() {
+	_ = d.CloseInput()
+	select {
+	case <-d.exited:
+		return
+	case <-time.After(10 * time.Second):
+	}
+	_ = d.cmd.Process.Kill()
+	<-d.exited
+}
+
+// tail is an io.Writer keeping the last max bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = t.buf[over:]
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string { return t.Last(t.max) }
+
+// Last returns at most the last n bytes written, trimmed.
+func (t *tail) Last(n int) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
