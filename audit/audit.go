@@ -1,0 +1,120 @@
+// Package audit records every change the console makes to the locks (force releases, releases
+// of all the locks of an owner), so an operator's action can be traced afterwards. A Sink
+// stores Records: File appends JSON lines to a local file, Stream adds entries to a Redis
+// stream, Multi writes to several. A write that fails is returned to the caller, who must show
+// it: an action that could not be audited is never silent.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+)
+
+// Actions the console performs.
+const (
+	// ActionForceRelease deletes one key if the owner the operator saw still holds it.
+	ActionForceRelease = "force_release"
+	// ActionForceReleaseAny deletes one key whoever holds it.
+	ActionForceReleaseAny = "force_release_any"
+	// ActionReleaseOwner deletes every lock of one owner (provider ReleaseAll).
+	ActionReleaseOwner = "release_owner"
+)
+
+// Results of an action; a failure is ResultError(err).
+const (
+	// ResultReleased: the action deleted what it was asked to.
+	ResultReleased = "released"
+	// ResultNotHeld: nothing was deleted: the key was gone or held by another owner.
+	ResultNotHeld = "not_held"
+)
+
+// ResultError renders a failed action's result: "error: " followed by the error.
+func ResultError(err error) string { return "error: " + err.Error() }
+
+// Record is one audited action.
+type Record struct {
+	// Time is when the action was done; a zero Time is set to the time of the write.
+	Time time.Time `json:"time"`
+	// Operator is who did it, "user@host"; empty means Operator().
+	Operator string `json:"operator"`
+	// Action is what was done, e.g. ActionForceRelease.
+	Action string `json:"action"`
+	// Key is the lock key without namespace ("" for an action on an owner).
+	Key string `json:"key"`
+	// Owner is the owner the action targeted.
+	Owner string `json:"owner"`
+	// Result is ResultReleased, ResultNotHeld or ResultError(err).
+	Result string `json:"result"`
+	// Count is the number of keys deleted.
+	Count int `json:"count"`
+	// Namespace is the key prefix the console works in.
+	Namespace string `json:"namespace"`
+	// Server is the Redis server, with any password redacted.
+	Server string `json:"server"`
+}
+
+// Sink stores audit records. Implementations are safe for concurrent use.
+type Sink interface {
+	// Write stores r, or returns why it could not.
+	Write(ctx context.Context, r Record) error
+}
+
+// Operator returns "user@host" for the current process, with "unknown" for a part that
+// cannot be found.
+func Operator() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	} else if env := os.Getenv("USER"); env != "" {
+		name = env
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return name + "@" + host
+}
+
+// complete fills the defaults of a record about to be written.
+func complete(r Record) Record {
+	if r.Time.IsZero() {
+		r.Time = time.Now()
+	}
+	r.Time = r.Time.UTC()
+	if r.Operator == "" {
+		r.Operator = Operator()
+	}
+	return r
+}
+
+// Multi returns a Sink that writes every record to each of sinks, even when one fails, and
+// returns the failures joined. nil sinks are skipped.
+func Multi(sinks ...Sink) Sink {
+	var m multi
+	for _, s := range sinks {
+		if s != nil {
+			m = append(m, s)
+		}
+	}
+	return m
+}
+
+type multi []Sink
+
+func (m multi) Write(ctx context.Context, r Record) error {
+	r = complete(r) // one time and operator for every copy
+	var errs []error
+	for _, s := range m {
+		if err := s.Write(ctx, r); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("audit: %w", errors.Join(errs...))
+	}
+	return nil
+}
