@@ -1,0 +1,174 @@
+package cli_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/redisconn"
+)
+
+func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"-h"}, {"help"}, {"--redis", "redis://x:1", "--help"}} {
+		r := run(t, args...)
+		requireCode(t, r, cli.ExitOK)
+		require.Empty(t, r.stderr, "args %q", args)
+		require.Contains(t, r.stdout, "Usage:", "args %q", args)
+		require.Contains(t, r.stdout, "Exit codes:", "args %q", args)
+		require.Contains(t, r.stdout, "76     run: the lease was lost", "args %q", args)
+	}
+}
+
+func TestCommandHelp(t *testing.T) {
+	for _, args := range [][]string{
+		{"list", "--help"}, {"acquire", "k", "-h"}, {"help", "release"}, {"release-all", "-help"},
+		{"run", "--help"}, {"demo", "--help"}, {"version", "--help"},
+	} {
+		r := run(t, args...)
+		requireCode(t, r, cli.ExitOK)
+		require.Empty(t, r.stderr)
+		cmd := args[0]
+		if cmd == "help" {
+			cmd = args[1]
+		}
+		require.True(t, strings.HasPrefix(r.stdout, "Usage: locktui "+cmd), "help of %q: %q", args, r.stdout)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"lst"}, []string{`unknown command "lst"`}},
+		{[]string{"help", "lst"}, []string{`unknown command "lst"`}},
+		{[]string{"--bogus", "list"}, []string{"unknown flag --bogus"}},
+		{[]string{"list", "--bogus=1"}, []string{"unknown flag --bogus"}},
+		{[]string{"list", "extra"}, []string{"list takes no arguments"}},
+		{[]string{"list", "--redis"}, []string{"flag --redis needs a value"}},
+		{[]string{"--read-only", "list"}, []string{"--read-only applies only to the console"}},
+		{[]string{"list", "--read-only"}, []string{"unknown flag --read-only"}},
+		{[]string{"acquire", "k", "--owner", "o", "--expire", "5x"}, []string{`invalid value "5x" for --expire`, "not a duration"}},
+		{[]string{"acquire", "k", "--owner", "o", "--wait=-1s"}, []string{"--wait", "must not be negative"}},
+		{[]string{"acquire", "k"}, []string{"acquire needs --owner OWNER"}},
+		{[]string{"acquire", "k", "--owner="}, []string{"--owner is empty"}},
+		{[]string{"acquire", "--owner", "o"}, []string{"acquire needs at least one KEY"}},
+		{[]string{"acquire", "", "--owner", "o"}, []string{"empty KEY"}},
+		{[]string{"release", "k"}, []string{"release needs --owner OWNER or --force"}},
+		{[]string{"release", "k", "--owner", "o", "--force"}, []string{"either --owner or --force"}},
+		{[]string{"release-all"}, []string{"release-all needs --owner"}},
+		{[]string{"release-all", "k", "--owner", "o"}, []string{"release-all takes no KEY"}},
+		{[]string{"run", "k", "true"}, []string{"run needs -- COMMAND"}},
+		{[]string{"run", "k", "--"}, []string{"run needs -- COMMAND"}},
+		{[]string{"run", "--", "true"}, []string{"run needs at least one KEY"}},
+		{[]string{"run", "k", "--timeout", "0", "--", "true"}, []string{"--timeout must be positive"}},
+		{[]string{"run", "k", "--expire=0", "--", "true"}, []string{"--expire must be positive"}},
+		{[]string{"list", "--namespace="}, []string{"--namespace is empty"}},
+		{[]string{"list", "--redis="}, []string{"--redis is empty"}},
+		{[]string{"list", "--tls-ca", "ca.pem"}, []string{"need a rediss:// URL"}},
+		{[]string{"list", "--redis", "rediss://h:1", "--tls-cert", "c.pem"}, []string{"--tls-cert and --tls-key go together"}},
+		{[]string{"--refresh", "0"}, []string{"--refresh must be positive"}},
+		{[]string{"demo"}, []string{"demo is not available"}},
+		{[]string{"version", "x"}, []string{"version takes no arguments"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			app := newApp(nil, nil)
+			app.Console = func(context.Context, cli.ConsoleConfig) error { return nil }
+			r := runApp(t, app, tt.args...)
+			requireCode(t, r, cli.ExitUsage)
+			require.Empty(t, r.stdout)
+			requireOneErrorLine(t, r, tt.want...)
+		})
+	}
+}
+
+func TestNoCommandWithoutConsolePrintsUsage(t *testing.T) {
+	r := run(t)
+	requireCode(t, r, cli.ExitUsage)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "Usage:")
+}
+
+func TestConsoleGetsParsedFlags(t *testing.T) {
+	var got []cli.ConsoleConfig
+	app := newApp(nil, nil)
+	app.Getenv = func(name string) string {
+		if name == "REDIS_URL" {
+			return "redis://from-env:6390"
+		}
+		return ""
+	}
+	app.Console = func(_ context.Context, cfg cli.ConsoleConfig) error {
+		got = append(got, cfg)
+		return nil
+	}
+	app.Demo = func(_ context.Context, cfg cli.ConsoleConfig) error {
+		got = append(got, cfg)
+		return errors.New("demo broke")
+	}
+
+	requireCode(t, runApp(t, app), cli.ExitOK)
+	requireCode(t, runApp(t, app, "--read-only", "--refresh=250ms", "--audit-log", "a.log",
+		"--audit-stream", "audit", "--namespace", "ns:", "--redis", "rediss://h:6390",
+		"--tls-ca", "ca.pem", "--tls-cert=c.pem", "--tls-key", "k.pem"), cli.ExitOK)
+	r := runApp(t, app, "demo", "--refresh", "2", "--read-only")
+	requireCode(t, r, cli.ExitError)
+	requireOneErrorLine(t, r, "demo broke")
+
+	require.Equal(t, []cli.ConsoleConfig{
+		{URL: "redis://from-env:6390", Namespace: "medusa_lock:", Refresh: time.Second},
+		{URL: "rediss://h:6390", Namespace: "ns:", ReadOnly: true, AuditLog: "a.log", AuditStream: "audit",
+			Refresh: 250 * time.Millisecond, TLS: redisconn.TLSFiles{CA: "ca.pem", Cert: "c.pem", Key: "k.pem"}},
+		{URL: "redis://from-env:6390", Namespace: "medusa_lock:", ReadOnly: true, Refresh: 2 * time.Second},
+	}, got)
+}
+
+func TestConsoleConfigOpen(t *testing.T) {
+	client, err := cli.ConsoleConfig{URL: "redis://127.0.0.1:1"}.Open()
+	require.NoError(t, err)
+	require.NoError(t, client.Close())
+	_, err = cli.ConsoleConfig{URL: "http://x"}.Open()
+	require.ErrorIs(t, err, redisconn.ErrBadURL)
+}
+
+func TestVersion(t *testing.T) {
+	app := newApp(nil, nil)
+	app.Version = "v1.2.3"
+	r := runApp(t, app, "version")
+	requireCode(t, r, cli.ExitOK)
+	require.Equal(t, "locktui v1.2.3\n", r.stdout)
+}
+
+func TestRuntimeErrorsAreOneLine(t *testing.T) {
+	srv := newEnv(t).srv
+	srv.Stop() // a port nobody listens on any more
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"list", "--redis", "http://localhost"}, []string{"bad Redis URL", "redis:// or rediss://"}},
+		{[]string{"list", "--redis", srv.URL}, []string{"cannot reach Redis at " + srv.URL}},
+		{[]string{"acquire", "k", "--owner", "o", "--redis", srv.URL}, []string{"cannot reach Redis"}},
+		{[]string{"release", "k", "--force", "--redis", srv.URL}, []string{"cannot reach Redis"}},
+		{[]string{"release-all", "--owner", "o", "--redis", srv.URL}, []string{"cannot reach Redis"}},
+		{[]string{"run", "k", "--redis", srv.URL, "--", "true"}, []string{"cannot reach Redis"}},
+		{[]string{"list", "--redis", "redis://u:secret@" + srv.Addr}, []string{"xxxxx"}},
+		{[]string{"list", "--redis", "rediss://" + srv.Addr, "--tls-ca", "/nonexistent/ca.pem"}, []string{"TLS CA"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel() // each case spends a second or two on go-redis's dial retries
+			r := run(t, tt.args...)
+			requireCode(t, r, cli.ExitError)
+			require.Empty(t, r.stdout)
+			requireOneErrorLine(t, r, tt.want...)
+			require.NotContains(t, r.stderr, "secret")
+		})
+	}
+}

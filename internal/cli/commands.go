@@ -1,0 +1,196 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+)
+
+// command is one locktui subcommand.
+type command struct {
+	name     string
+	synopsis string // the usage line after "locktui "
+	summary  string // one line for the command list
+	help     string // the command's own help: description and flags
+	console  bool   // accepts the console flags
+	flags    func(fs *flag.FlagSet, o *options)
+	run      func(ctx context.Context, s *session, o *options, p parsedArgs) int
+}
+
+// commands are the subcommands in the order the usage lists them. A function, not a variable,
+// so the table holds no state between runs.
+func commands() []*command {
+	return []*command{
+		{
+			name: "list", synopsis: "list [--json]", summary: "list every lock in the namespace",
+			help: `List every key under the namespace, sorted by key: its owner and time to live.
+Keys under the namespace that are not locks (another Redis type) are marked foreign.
+
+  --json   print one JSON array of {"key", "redis_key", "owner", "ttl_ms"} objects
+           (key without the namespace; ttl_ms -1 for a lock that never expires; foreign keys
+           have "foreign": true and owner ""); [] when there are none`,
+			flags: func(fs *flag.FlagSet, o *options) {
+				fs.BoolVar(&o.json, "json", false, "JSON output")
+			},
+			run: runList,
+		},
+		{
+			name: "acquire", synopsis: "acquire KEY... --owner OWNER [--expire D] [--wait D]",
+			summary: "take locks that stay held after locktui exits",
+			help: `Take every KEY for OWNER, with stock Medusa acquire semantics: an owner re-enters its own
+lock (and rewrites its TTL); "*" is the anonymous owner, which never re-enters. The locks stay
+held after locktui exits; give them back with locktui release. If any key cannot be taken,
+the keys this call took are given back and it exits 3 with
+Failed to acquire lock for key "KEY".
+
+  --owner OWNER   owner id to hold the locks (required; "*" for the anonymous owner)
+  --expire D      time to live (whole seconds, rounded up). Without it the lock never
+                  expires, as in stock Medusa, and locktui warns; --expire 0 asks for that
+                  without the warning
+  --wait D        wait up to D for held keys instead of failing at once (AwaitQueue)`,
+			flags: func(fs *flag.FlagSet, o *options) {
+				fs.StringVar(&o.owner, "owner", "", "owner")
+				fs.Var(durationFlag{&o.expire}, "expire", "TTL")
+				fs.Var(durationFlag{&o.wait}, "wait", "wait")
+			},
+			run: runAcquire,
+		},
+		{
+			name: "release", synopsis: "release KEY... (--owner OWNER | --force)",
+			summary: "release locks of an owner, or whoever holds them",
+			help: `Release every KEY. With --owner, only keys OWNER holds are deleted (owner-checked, as stock
+release). With --force, each key is deleted whoever holds it now (compare-and-delete, so a key
+that changes hands in between is not deleted blindly) and the owner it had is printed.
+Exits 0 when every key was released, 3 when some key was not (not held, or another owner's).
+
+  --owner OWNER   release only OWNER's locks ("*" for the anonymous owner)
+  --force         release whoever holds each key`,
+			flags: func(fs *flag.FlagSet, o *options) {
+				fs.StringVar(&o.owner, "owner", "", "owner")
+				fs.BoolVar(&o.force, "force", false, "any owner")
+			},
+			run: runRelease,
+		},
+		{
+			name: "release-all", synopsis: "release-all --owner OWNER",
+			summary: "release every lock of one owner",
+			help: `Release every lock in the namespace held by OWNER and print how many were released (0 is
+not an error). --owner is required: locktui does not guess ("*" releases the anonymous
+owner's locks only, as stock releaseAll without an owner does).
+
+  --owner OWNER   the owner whose locks to release`,
+			flags: func(fs *flag.FlagSet, o *options) {
+				fs.StringVar(&o.owner, "owner", "", "owner")
+			},
+			run: runReleaseAll,
+		},
+		{
+			name: "run", synopsis: "run KEY... [--timeout D] [--expire D] [--grace D] -- COMMAND [ARG...]",
+			summary: "run a command while holding locks, like flock(1)",
+			help: `Take every KEY as a lease under a fresh owner "execute:<uuid>" (as stock execute does), run
+COMMAND with locktui's stdin, stdout and stderr, renew the lease while it runs, and release
+it when the command exits. SIGINT, SIGTERM and SIGHUP are forwarded to the command.
+If the lease is lost (a key expired or changed owner), the command gets SIGTERM, then SIGKILL
+after --grace, and locktui exits 76.
+
+  --timeout D   how long to wait for the keys (default 5s); then exit 75 with
+                Timed-out acquiring lock.
+  --expire D    the lease, renewed every max(D/3, 250ms) (default 60s)
+  --grace D     time between SIGTERM and SIGKILL after a lost lease (default 10s)
+
+Exits with the command's exit code, 128+N if a signal N killed it, 127 if it was not found
+(the lock is not taken), 126 if it could not be started.`,
+			flags: func(fs *flag.FlagSet, o *options) {
+				o.timeout, o.expire, o.grace = defaultRunTimeout, defaultRunExpire, defaultRunGrace
+				fs.Var(durationFlag{&o.timeout}, "timeout", "wait")
+				fs.Var(durationFlag{&o.expire}, "expire", "lease")
+				fs.Var(durationFlag{&o.grace}, "grace", "grace")
+			},
+			run: runRun,
+		},
+		{
+			name: "demo", synopsis: "demo [console flags]", console: true,
+			summary: "open the console on a built-in demo (no Redis needed)",
+			help:    `Open the interactive console on an embedded Redis with simulated workers.`,
+			run:     runDemo,
+		},
+		{
+			name: "version", synopsis: "version", summary: "print the version",
+			help: `Print locktui's version.`,
+			run:  runVersion,
+		},
+	}
+}
+
+// lookup returns the command called name, or nil.
+func lookup(name string) *command {
+	for _, c := range commands() {
+		if c.name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+const usageHead = `locktui inspects and manages Medusa locks in Redis (compatible with @medusajs/locking-redis).
+
+Usage:
+  locktui [global flags] [console flags]   open the interactive console
+`
+
+const globalHelp = `Global flags:
+  --redis URL        Redis server (default $REDIS_URL, else redis://localhost:6379);
+                     rediss:// for TLS, ?master_name=NAME for Sentinel, ?cluster=true for Cluster
+  --namespace NS     key prefix (default "medusa_lock:")
+  --tls-ca FILE      CA bundle that signed the server certificate (rediss://)
+  --tls-cert FILE    client certificate for mutual TLS, with --tls-key
+  --tls-key FILE     client key for mutual TLS
+`
+
+const consoleHelp = `Console flags:
+  --read-only        show locks, change nothing
+  --audit-log PATH   append every action of the console to PATH
+  --audit-stream S   add every action of the console to the Redis stream S
+  --refresh D        how often to re-read the locks (default 1s)
+`
+
+const flagsHelp = `Flags go before or after the command and between its arguments, as --flag value or
+--flag=value; -- ends the flags. D is a duration such as 500ms, 30s, 5m, or seconds as a number.
+`
+
+const exitHelp = `Exit codes:
+  0      success
+  1      error: bad Redis URL or TLS files, Redis unreachable, Redis error
+  2      usage error: unknown command or flag, missing argument, bad value
+  3      acquire: a key is held by another owner; release: not every key was released
+  75     run: timed out waiting for the lock
+  76     run: the lease was lost while the command ran
+  126    run: the command could not be started
+  127    run: the command was not found
+  128+N  run: the command was killed by signal N; acquire --wait or run: interrupted by signal N
+  other  run: the command's exit code
+`
+
+// printUsage writes the main usage.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, usageHead)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  locktui %s\n", c.synopsis)
+	}
+	fmt.Fprint(w, "\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\n"+globalHelp+"\n"+consoleHelp+"\n"+flagsHelp+"\n"+exitHelp+"\n")
+	fmt.Fprint(w, "Run 'locktui COMMAND --help' for a command's details.\n")
+}
+
+// printCommandUsage writes one command's usage.
+func printCommandUsage(w io.Writer, c *command) {
+	fmt.Fprintf(w, "Usage: locktui %s\n\n%s\n\n%s", c.synopsis, c.help, globalHelp)
+	if c.console {
+		fmt.Fprint(w, "\n"+consoleHelp)
+	}
+	fmt.Fprint(w, "\n"+flagsHelp+"\n"+exitHelp)
+}

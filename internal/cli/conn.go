@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/redisconn"
+)
+
+// connectTimeout bounds the first round trip to Redis, so an unreachable server fails fast.
+const connectTimeout = 5 * time.Second
+
+// conn is an open connection to Redis with a provider on it.
+type conn struct {
+	client redis.UniversalClient
+	p      *provider.Provider
+	closer func()
+}
+
+// Close closes the observer and the client.
+func (c *conn) Close() {
+	if c.closer != nil {
+		c.closer()
+	}
+	_ = c.client.Close()
+}
+
+// connect opens the client, checks that Redis answers within connectTimeout, and returns a
+// provider that logs its warnings on stderr and reports events to App.NewObserver.
+func (s *session) connect(ctx context.Context, o *options) (*conn, error) {
+	client, err := redisconn.Open(o.url, o.tls)
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	if err := client.Ping(pingCtx).Err(); err != nil {
+		_ = client.Close()
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", connectTimeout)
+		}
+		return nil, fmt.Errorf("cannot reach Redis at %s: %w", redisconn.Describe(o.url), err)
+	}
+	c := &conn{client: client}
+	opts := &provider.Options{
+		Namespace: o.namespace,
+		Logger:    slog.New(&warnHandler{w: s.stderr}),
+	}
+	if s.app.NewObserver != nil {
+		opts.Observer, c.closer = s.app.NewObserver(client, o.namespace)
+	}
+	c.p = provider.New(client, opts)
+	return c, nil
+}
+
+// warnHandler prints the provider's warnings as "locktui: warning: message key=value…".
+type warnHandler struct {
+	w     io.Writer
+	attrs []slog.Attr
+}
+
+func (h *warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString("locktui: warning: ")
+	b.WriteString(oneLine(r.Message))
+	write := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%s", a.Key, oneLine(a.Value.String()))
+		return true
+	}
+	for _, a := range h.attrs {
+		write(a)
+	}
+	r.Attrs(write)
+	b.WriteByte('\n')
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *warnHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &warnHandler{w: h.w, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
+}
+
+func (h *warnHandler) WithGroup(string) slog.Handler { return h }
+
+// lockedWriter serialises writes to w, which locktui, the provider's renewal and a child's
+// output copier may share. Writers that are files are left alone (see lockWriters).
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// lockWriters wraps every writer that is not an *os.File (files are passed to a child as they
+// are, so it keeps its terminal) in one shared lock.
+func lockWriters(ws ...io.Writer) []io.Writer {
+	mu := new(sync.Mutex)
+	out := make([]io.Writer, len(ws))
+	for i, w := range ws {
+		if _, ok := w.(*os.File); ok {
+			out[i] = w
+		} else {
+			out[i] = lockedWriter{mu: mu, w: w}
+		}
+	}
+	return out
+}
+
+// signalError is the cause of a context cancelled by a signal.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+
+// exitCode is ExitSignalBase plus the signal's number.
+func (e signalError) exitCode() int {
+	if n, ok := e.sig.(syscall.Signal); ok {
+		return ExitSignalBase + int(n)
+	}
+	return ExitError
+}
+
+// subscribe returns the signals acquire --wait and run react to, and a function that ends the
+// subscription.
+func (s *session) subscribe() (<-chan os.Signal, func()) {
+	if s.app.Signals != nil {
+		return s.app.Signals, func() {}
+	}
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// cancelOnSignal returns a context cancelled with a signalError when a signal arrives on sigs,
+// and a stop function that ends the watch (the signal, if any, stays the context's cause).
+func cancelOnSignal(ctx context.Context, sigs <-chan os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case sig, ok := <-sigs:
+			if ok {
+				cancel(signalError{sig})
+			}
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		<-exited
+		cancel(nil)
+	}
+}
+
+// interrupted returns the signal that cancelled ctx, if one did.
+func interrupted(ctx context.Context) (signalError, bool) {
+	var se signalError
+	ok := errors.As(context.Cause(ctx), &se)
+	return se, ok
+}
+
+// oneLine keeps an error message on one line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(strings.TrimSpace(s))
+}
+
+// display shows a key or owner as is when it is plain, quoted when it is empty or holds
+// spaces or control characters.
+func display(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// quoteKeys renders keys as "a", "b".
+func quoteKeys(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = strconv.Quote(k)
+	}
+	return strings.Join(q, ", ")
+}

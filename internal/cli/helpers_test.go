@@ -1,0 +1,150 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+)
+
+func TestMain(m *testing.M) {
+	// go-redis logs failed dials itself; the tests of unreachable servers would fill the log.
+	redis.SetLogger(quietLogger{})
+	goleak.VerifyTestMain(m)
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// result is what one locktui invocation produced.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// env is a redis-server and a provider on it for cross-checks.
+type env struct {
+	srv *redistest.Server
+	p   *provider.Provider
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv := redistest.Start(t)
+	return &env{srv: srv, p: provider.New(srv.Client(t), nil)}
+}
+
+// newApp returns an App that sees no REDIS_URL (so nothing reaches a server on 6379).
+func newApp(stdout, stderr *bytes.Buffer) *cli.App {
+	return &cli.App{Stdout: stdout, Stderr: stderr, Getenv: func(string) string { return "" }}
+}
+
+// run runs locktui with args and returns its exit code and output.
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := newApp(&stdout, &stderr).Run(t.Context(), args)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// runApp runs app with args; app's writers are the returned buffers.
+func runApp(t *testing.T, app *cli.App, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	app.Stdout, app.Stderr = &stdout, &stderr
+	code := app.Run(t.Context(), args)
+	return result{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// requireCode checks the exit code and shows the output when it is wrong.
+func requireCode(t *testing.T, r result, want int) {
+	t.Helper()
+	require.Equal(t, want, r.code, "exit code; stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+}
+
+// requireOneErrorLine checks that stderr is exactly one "locktui: " line (plus, for usage
+// errors, the hint line) mentioning every part of want.
+func requireOneErrorLine(t *testing.T, r result, want ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	if r.code == cli.ExitUsage {
+		require.Len(t, lines, 2, "stderr: %q", r.stderr)
+		require.True(t, strings.HasPrefix(lines[1], "Run 'locktui "), "hint line: %q", lines[1])
+	} else {
+		require.Len(t, lines, 1, "stderr: %q", r.stderr)
+	}
+	require.True(t, strings.HasPrefix(lines[0], "locktui: "), "error line: %q", lines[0])
+	for _, w := range want {
+		require.Contains(t, lines[0], w)
+	}
+	require.NotContains(t, r.stderr, "goroutine")
+	require.NotContains(t, r.stderr, "panic")
+}
+
+// holder returns the owner of key, or "" when it is not held.
+func (e *env) holder(t *testing.T, key string) string {
+	t.Helper()
+	l, ok, err := e.p.Get(context.Background(), key)
+	require.NoError(t, err)
+	if !ok {
+		return ""
+	}
+	return l.Owner
+}
+
+// signalWriter collects output and closes ready once it has seen marker.
+type signalWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	ready  chan struct{}
+	once   sync.Once
+}
+
+func newSignalWriter(marker string) *signalWriter {
+	return &signalWriter{marker: marker, ready: make(chan struct{})}
+}
+
+func (w *signalWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.buf.Write(b)
+	if strings.Contains(w.buf.String(), w.marker) {
+		w.once.Do(func() { close(w.ready) })
+	}
+	return n, err
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes to it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/locktui/locktui/provider"
+)
+
+// lockJSON is one element of list --json.
+type lockJSON struct {
+	// Key is the lock key without the namespace.
+	Key string `json:"key"`
+	// RedisKey is the full Redis key.
+	RedisKey string `json:"redis_key"`
+	// Owner is the owner id; "" for a foreign key.
+	Owner string `json:"owner"`
+	// TTLms is the time to live in milliseconds, -1 for a key that never expires.
+	TTLms int64 `json:"ttl_ms"`
+	// Foreign marks a key under the namespace that is not a lock; absent for locks.
+	Foreign bool `json:"foreign,omitempty"`
+}
+
+func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
+	if args := p.all(); len(args) > 0 {
+		return s.fail(usagef("list", "list takes no arguments, got %q", args[0]))
+	}
+	c, err := s.connect(ctx, o)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer c.Close()
+	locks, err := c.p.List(ctx)
+	if err != nil {
+		return s.fail(err)
+	}
+	slices.SortFunc(locks, func(a, b provider.Lock) int { return strings.Compare(a.Key, b.Key) })
+	if o.json {
+		err = writeJSON(s.stdout, locks)
+	} else {
+		err = writeTable(s.stdout, locks, o.namespace)
+	}
+	if err != nil {
+		return s.fail(fmt.Errorf("write the list: %w", err))
+	}
+	return ExitOK
+}
+
+// writeJSON prints locks as one JSON array on one line.
+func writeJSON(w io.Writer, locks []provider.Lock) error {
+	out := make([]lockJSON, 0, len(locks))
+	for _, l := range locks {
+		ttl := int64(-1)
+		if l.TTL != provider.NoExpiry {
+			ttl = l.TTL.Milliseconds()
+		}
+		out = append(out, lockJSON{Key: l.Key, RedisKey: l.RedisKey, Owner: l.Owner, TTLms: ttl, Foreign: l.Foreign})
+	}
+	return json.NewEncoder(w).Encode(out)
+}
+
+// writeTable prints locks as an aligned KEY, OWNER, TTL table.
+func writeTable(w io.Writer, locks []provider.Lock, namespace string) error {
+	if len(locks) == 0 {
+		_, err := fmt.Fprintf(w, "No locks under namespace %q.\n", namespace)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tOWNER\tTTL")
+	for _, l := range locks {
+		owner := display(l.Owner)
+		if l.Foreign {
+			owner = "(foreign: not a lock)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", display(l.Key), owner, formatTTL(l.TTL))
+	}
+	return tw.Flush()
+}
+
+// formatTTL shows a time to live: "no expiry", milliseconds under a second, tenths of a second
+// under a minute, whole seconds above.
+func formatTTL(d time.Duration) string {
+	switch {
+	case d == provider.NoExpiry:
+		return "no expiry"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}

@@ -1,0 +1,96 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/provider"
+)
+
+// seed takes locks of every kind list shows, plus a foreign key and a key in another namespace.
+func seed(t *testing.T, e *env) {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, e.p.Acquire(ctx, []string{"cart:2"}, provider.AcquireOptions{Owner: "execute:abc", Expire: time.Minute}))
+	require.NoError(t, e.p.Acquire(ctx, []string{"cart:1"}, provider.AcquireOptions{Owner: "worker 1"}))
+	require.NoError(t, e.p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "*", Expire: 30 * time.Second}))
+	client := e.srv.Client(t)
+	require.NoError(t, client.RPush(ctx, "medusa_lock:queue", "x").Err())
+	require.NoError(t, client.Set(ctx, "other:k", "o", 0).Err())
+}
+
+func TestListTable(t *testing.T) {
+	e := newEnv(t)
+	r := run(t, "list", "--redis", e.srv.URL)
+	requireCode(t, r, cli.ExitOK)
+	require.Equal(t, "No locks under namespace \"medusa_lock:\".\n", r.stdout)
+
+	seed(t, e)
+	r = run(t, "--redis", e.srv.URL, "list")
+	requireCode(t, r, cli.ExitOK)
+	require.Empty(t, r.stderr)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Len(t, lines, 5, "table:\n%s", r.stdout)
+	require.Regexp(t, `^KEY +OWNER +TTL$`, lines[0])
+	require.Regexp(t, `^a +\* +(2\d(\.\d)?|30)s$`, lines[1])
+	require.Regexp(t, `^cart:1 +"worker 1" +no expiry$`, lines[2])
+	require.Regexp(t, `^cart:2 +execute:abc +(5\d(\.\d)?s|1m0s)$`, lines[3])
+	require.Regexp(t, `^queue +\(foreign: not a lock\) +no expiry$`, lines[4])
+	// Columns line up.
+	col := regexp.MustCompile(`OWNER`).FindStringIndex(lines[0])[0]
+	for _, l := range lines[1:] {
+		require.NotEqual(t, ' ', rune(l[col]), "column of %q", l)
+		require.Equal(t, ' ', rune(l[col-1]), "column of %q", l)
+	}
+}
+
+func TestListJSON(t *testing.T) {
+	e := newEnv(t)
+	r := run(t, "list", "--json", "--redis", e.srv.URL)
+	requireCode(t, r, cli.ExitOK)
+	require.Equal(t, "[]\n", r.stdout)
+
+	seed(t, e)
+	r = run(t, "list", "--redis", e.srv.URL, "--json")
+	requireCode(t, r, cli.ExitOK)
+	require.Empty(t, r.stderr)
+	require.Equal(t, 1, strings.Count(r.stdout, "\n"), "one JSON document on one line")
+
+	var got []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+	require.Len(t, got, 4)
+	ttl := func(i int) float64 { return got[i]["ttl_ms"].(float64) }
+	require.InDelta(t, 30000, ttl(0), 2000)
+	require.InDelta(t, 60000, ttl(2), 2000)
+	for _, g := range got {
+		delete(g, "ttl_ms")
+	}
+	require.Equal(t, []map[string]any{
+		{"key": "a", "redis_key": "medusa_lock:a", "owner": "*"},
+		{"key": "cart:1", "redis_key": "medusa_lock:cart:1", "owner": "worker 1"},
+		{"key": "cart:2", "redis_key": "medusa_lock:cart:2", "owner": "execute:abc"},
+		{"key": "queue", "redis_key": "medusa_lock:queue", "owner": "", "foreign": true},
+	}, got)
+
+	var raw []struct {
+		TTL int64 `json:"ttl_ms"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &raw))
+	require.Equal(t, int64(-1), raw[1].TTL, "a lock without expiry has ttl_ms -1")
+	require.Equal(t, int64(-1), raw[3].TTL)
+}
+
+func TestListOtherNamespace(t *testing.T) {
+	e := newEnv(t)
+	seed(t, e)
+	r := run(t, "list", "--json", "--namespace", "other:", "--redis", e.srv.URL)
+	requireCode(t, r, cli.ExitOK)
+	require.JSONEq(t, `[{"key":"k","redis_key":"other:k","owner":"o","ttl_ms":-1}]`, r.stdout)
+}

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/locktui/locktui/provider"
+)
+
+// checkKeys refuses a command line without keys or with an empty key (an unset shell variable).
+func checkKeys(cmd string, keys []string) error {
+	if len(keys) == 0 {
+		return usagef(cmd, "%s needs at least one KEY", cmd)
+	}
+	if slices.Contains(keys, "") {
+		return usagef(cmd, "empty KEY; lock keys are non-empty strings")
+	}
+	return nil
+}
+
+// checkOwner requires --owner with a non-empty value.
+func checkOwner(cmd string, o *options) error {
+	if !o.set["owner"] {
+		return usagef(cmd, "%s needs --owner OWNER (\"*\" for the anonymous owner)", cmd)
+	}
+	if o.owner == "" {
+		return usagef(cmd, "--owner is empty; use \"*\" for the anonymous owner")
+	}
+	return nil
+}
+
+func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
+	keys := p.all()
+	if err := checkKeys("acquire", keys); err != nil {
+		return s.fail(err)
+	}
+	if err := checkOwner("acquire", o); err != nil {
+		return s.fail(err)
+	}
+	c, err := s.connect(ctx, o)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer c.Close()
+
+	opts := provider.AcquireOptions{Owner: o.owner, Expire: o.expire}
+	actx := ctx
+	if o.wait > 0 {
+		opts.AwaitQueue = true
+		sigs, unsubscribe := s.subscribe()
+		defer unsubscribe()
+		var stopWatch, cancel func()
+		actx, stopWatch = cancelOnSignal(ctx, sigs)
+		defer stopWatch()
+		actx, cancel = context.WithTimeout(actx, o.wait)
+		defer cancel()
+	}
+	err = c.p.Acquire(actx, keys, opts)
+	if se, ok := interrupted(actx); ok && err != nil {
+		s.errorf("%s while waiting for %s; gave back the keys this call took", se, quoteKeys(keys))
+		return se.exitCode()
+	}
+	if ctx.Err() != nil && err != nil {
+		return s.fail(context.Cause(ctx))
+	}
+	var ce *provider.ConflictError
+	if errors.As(err, &ce) && errors.Is(err, provider.ErrNotAcquired) {
+		msg := ce.Error()
+		if len(ce.Keys) == 1 {
+			if l, ok, gerr := c.p.Get(ctx, ce.Keys[0]); gerr == nil && ok && !l.Foreign {
+				msg += fmt.Sprintf(" (held by %q)", l.Owner)
+			}
+		}
+		if o.wait > 0 {
+			msg += fmt.Sprintf(" after waiting %s", o.wait)
+		}
+		s.errorf("%s", msg)
+		return ExitConflict
+	}
+	if err != nil {
+		return s.fail(err)
+	}
+	expiry := "never expires"
+	if o.expire > 0 {
+		expiry = "expires in " + effectiveTTL(o.expire).String()
+	}
+	fmt.Fprintf(s.stdout, "acquired %s for owner %q; %s\n", quoteKeys(keys), o.owner, expiry)
+	if !o.set["expire"] {
+		s.warnf("the lock never expires (no --expire); give it back with: locktui release KEY... --owner %q", o.owner)
+	}
+	return ExitOK
+}
+
+// effectiveTTL is the TTL the provider sets for d: whole seconds rounded up, at least 1 s.
+func effectiveTTL(d time.Duration) time.Duration {
+	return time.Duration(max(1, math.Ceil(d.Seconds()))) * time.Second
+}
+
+func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
+	keys := p.all()
+	if err := checkKeys("release", keys); err != nil {
+		return s.fail(err)
+	}
+	switch {
+	case o.force && o.set["owner"]:
+		return s.fail(usagef("release", "give either --owner or --force, not both"))
+	case !o.force && !o.set["owner"]:
+		return s.fail(usagef("release", "release needs --owner OWNER or --force"))
+	case !o.force:
+		if err := checkOwner("release", o); err != nil {
+			return s.fail(err)
+		}
+	}
+	c, err := s.connect(ctx, o)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer c.Close()
+
+	all := true
+	seen := map[string]bool{}
+	for _, key := range keys {
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		released, err := s.releaseOne(ctx, c.p, key, o)
+		if err != nil {
+			return s.fail(err)
+		}
+		all = all && released
+	}
+	if !all {
+		return ExitConflict
+	}
+	return ExitOK
+}
+
+// releaseOne releases one key as release asks and reports the outcome: released keys on
+// stdout, the others on stderr with the reason.
+func (s *session) releaseOne(ctx context.Context, p *provider.Provider, key string, o *options) (bool, error) {
+	if o.force {
+		owner, ok, err := p.ForceReleaseAny(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			fmt.Fprintf(s.stdout, "released %q (owner %q)\n", key, owner)
+		} else {
+			s.whyNotReleased(ctx, p, key, "")
+		}
+		return ok, nil
+	}
+	ok, err := p.Release(ctx, []string{key}, o.owner)
+	if err != nil {
+		return false, err
+	}
+	if ok {
+		fmt.Fprintf(s.stdout, "released %q\n", key)
+	} else {
+		s.whyNotReleased(ctx, p, key, o.owner)
+	}
+	return ok, nil
+}
+
+// whyNotReleased says on stderr why key was not released for owner ("" for any owner).
+func (s *session) whyNotReleased(ctx context.Context, p *provider.Provider, key, owner string) {
+	switch l, held, err := p.Get(ctx, key); {
+	case err != nil || !held:
+		s.errorf("%q is not locked", key)
+	case l.Foreign:
+		s.errorf("%q is not a lock (a key of another type); not released", key)
+	case owner != "":
+		s.errorf("%q is held by %q, not %q", key, l.Owner, owner)
+	default:
+		s.errorf("%q changed hands while being released; try again", key)
+	}
+}
+
+func runReleaseAll(ctx context.Context, s *session, o *options, p parsedArgs) int {
+	if args := p.all(); len(args) > 0 {
+		return s.fail(usagef("release-all", "release-all takes no KEY arguments, got %q (use release for keys)", args[0]))
+	}
+	if err := checkOwner("release-all", o); err != nil {
+		return s.fail(err)
+	}
+	c, err := s.connect(ctx, o)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer c.Close()
+	n, err := c.p.ReleaseAll(ctx, o.owner)
+	if err != nil {
+		return s.fail(err)
+	}
+	noun := "locks"
+	if n == 1 {
+		noun = "lock"
+	}
+	fmt.Fprintf(s.stdout, "released %d %s of owner %q\n", n, noun, o.owner)
+	return ExitOK
+}

@@ -1,0 +1,165 @@
+package cli_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/provider"
+)
+
+// started runs app with args in the background and waits until the command printed "ready".
+// It returns the command's output and a channel with the exit code.
+func started(t *testing.T, app *cli.App, args ...string) (*signalWriter, *lockedBuffer, <-chan int) {
+	t.Helper()
+	stdout, stderr := newSignalWriter("ready\n"), new(lockedBuffer)
+	app.Stdout, app.Stderr = stdout, stderr
+	code := make(chan int, 1)
+	go func() { code <- app.Run(t.Context(), args) }()
+	select {
+	case <-stdout.ready:
+	case c := <-code:
+		t.Fatalf("locktui exited %d before the command was ready; stderr:\n%s", c, stderr.String())
+	}
+	return stdout, stderr, code
+}
+
+func TestRunPassesTheExitCode(t *testing.T) {
+	e := newEnv(t)
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"run", "k", "--redis", e.srv.URL, "--", "sh", "-c", "exit 7"}, 7},
+		{[]string{"--redis", e.srv.URL, "run", "--timeout", "2s", "a", "--expire=5s", "b", "--", "true"}, 0},
+		{[]string{"run", "k", "--redis", e.srv.URL, "--", "sh", "-c", "kill -KILL $$"}, cli.ExitSignalBase + 9},
+		// Flags after -- belong to the command.
+		{[]string{"run", "k", "--redis", e.srv.URL, "--", "sh", "-c", `test "$1" = --help`, "sh", "--help"}, 0},
+	} {
+		r := run(t, tt.args...)
+		requireCode(t, r, tt.want)
+		require.Empty(t, r.stderr)
+	}
+	locks, err := e.p.List(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, locks, "every lease was released")
+}
+
+func TestRunHoldsTheLockWhileTheCommandRuns(t *testing.T) {
+	e := newEnv(t)
+	stdin, feed := io.Pipe()
+	app := newApp(nil, nil)
+	app.Stdin = stdin
+	stdout, _, code := started(t, app, "run", "k1", "k2", "--expire", "30s", "--redis", e.srv.URL, "--",
+		"sh", "-c", `echo ready; read line; echo "got $line"; exit 4`)
+
+	owner := e.holder(t, "k1")
+	require.True(t, strings.HasPrefix(owner, provider.ExecuteOwnerPrefix), "owner %q", owner)
+	require.Len(t, owner, len("execute:")+36)
+	require.Equal(t, owner, e.holder(t, "k2"))
+	l, _, err := e.p.Get(context.Background(), "k1")
+	require.NoError(t, err)
+	require.Greater(t, l.TTL, 20*time.Second)
+	require.LessOrEqual(t, l.TTL, 30*time.Second)
+	err = e.p.Acquire(context.Background(), []string{"k2"}, provider.AcquireOptions{Owner: "other"})
+	require.ErrorIs(t, err, provider.ErrNotAcquired)
+
+	_, err = io.WriteString(feed, "go\n")
+	require.NoError(t, err)
+	require.NoError(t, feed.Close())
+	require.Equal(t, 4, <-code)
+	require.Equal(t, "ready\ngot go\n", stdout.String())
+	require.Empty(t, e.holder(t, "k1"))
+	require.Empty(t, e.holder(t, "k2"))
+}
+
+func TestRunTimesOutWhenTheKeyIsHeld(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.p.Acquire(context.Background(), []string{"b"}, provider.AcquireOptions{Owner: "other", Expire: time.Minute}))
+	marker := filepath.Join(t.TempDir(), "ran")
+	r := run(t, "run", "a", "b", "--timeout", "300ms", "--redis", e.srv.URL, "--", "touch", marker)
+	requireCode(t, r, cli.ExitTimedOut)
+	requireOneErrorLine(t, r, "locktui: Timed-out acquiring lock.", "300ms")
+	require.NoFileExists(t, marker, "the command must not run without the lock")
+	require.Equal(t, "other", e.holder(t, "b"))
+	require.Empty(t, e.holder(t, "a"), "keys taken while waiting are given back")
+}
+
+func TestRunStopsTheCommandWhenTheLeaseIsLost(t *testing.T) {
+	e := newEnv(t)
+	_, stderr, code := started(t, newApp(nil, nil), "run", "k", "--expire", "1s", "--redis", e.srv.URL, "--",
+		"sh", "-c", "echo ready; exec sleep 30")
+	require.NoError(t, e.srv.Client(t).Del(context.Background(), "medusa_lock:k").Err())
+	require.Equal(t, cli.ExitLockLost, <-code)
+	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran; stopping it with SIGTERM`)
+	require.Contains(t, stderr.String(), `Lost the lock for key(s) "k"`)
+	require.NotContains(t, stderr.String(), "SIGKILL after 10s;") // the command obeyed SIGTERM
+}
+
+func TestRunKillsACommandThatIgnoresSIGTERM(t *testing.T) {
+	e := newEnv(t)
+	// An ignored signal stays ignored across exec, so sleep ignores SIGTERM.
+	_, stderr, code := started(t, newApp(nil, nil), "run", "k", "--expire", "1s", "--grace", "200ms",
+		"--redis", e.srv.URL, "--", "sh", "-c", `trap "" TERM; echo ready; exec sleep 30`)
+	require.NoError(t, e.srv.Client(t).Set(context.Background(), "medusa_lock:k", "thief", 0).Err())
+	require.Equal(t, cli.ExitLockLost, <-code)
+	require.Contains(t, stderr.String(), "locktui: the command did not exit within 200ms of SIGTERM; sending SIGKILL")
+	require.Equal(t, "thief", e.holder(t, "k"), "the new owner's lock is left alone")
+}
+
+func TestRunForwardsSignals(t *testing.T) {
+	e := newEnv(t)
+	sigs := make(chan os.Signal, 1)
+	app := newApp(nil, nil)
+	app.Signals = sigs
+	_, stderr, code := started(t, app, "run", "k", "--redis", e.srv.URL, "--", "sh", "-c", "echo ready; exec sleep 30")
+	require.NotEmpty(t, e.holder(t, "k"))
+	sigs <- syscall.SIGTERM
+	require.Equal(t, cli.ExitSignalBase+int(syscall.SIGTERM), <-code)
+	require.Empty(t, stderr.String())
+	require.Empty(t, e.holder(t, "k"), "released when the command exits")
+}
+
+func TestRunInterruptedWhileWaiting(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.p.Acquire(context.Background(), []string{"k"}, provider.AcquireOptions{Owner: "other", Expire: time.Minute}))
+	sigs := make(chan os.Signal, 1)
+	sigs <- syscall.SIGINT // arrives while locktui waits for "k"
+	app := newApp(nil, nil)
+	app.Signals = sigs
+	marker := filepath.Join(t.TempDir(), "ran")
+	r := runApp(t, app, "run", "k", "--timeout", "1m", "--redis", e.srv.URL, "--", "touch", marker)
+	requireCode(t, r, cli.ExitSignalBase+int(syscall.SIGINT))
+	requireOneErrorLine(t, r, "interrupted", `"k"`)
+	require.NoFileExists(t, marker)
+	require.Equal(t, "other", e.holder(t, "k"))
+}
+
+func TestRunCommandThatCannotStart(t *testing.T) {
+	e := newEnv(t)
+	dir := t.TempDir()
+	notExecutable := filepath.Join(dir, "script")
+	require.NoError(t, os.WriteFile(notExecutable, []byte("#!/bin/sh\n"), 0o644))
+	for _, tt := range []struct {
+		command string
+		code    int
+		want    string
+	}{
+		{"locktui-no-such-command", cli.ExitNotFound, "command not found: locktui-no-such-command"},
+		{filepath.Join(dir, "missing"), cli.ExitNotFound, "command not found: " + filepath.Join(dir, "missing")},
+		{notExecutable, cli.ExitCannotExecute, "cannot execute " + notExecutable + ": permission denied"},
+	} {
+		r := run(t, "run", "k", "--redis", e.srv.URL, "--", tt.command, "arg")
+		requireCode(t, r, tt.code)
+		requireOneErrorLine(t, r, tt.want)
+		require.Empty(t, e.holder(t, "k"), "the lock is not left behind")
+	}
+}
