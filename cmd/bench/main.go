@@ -1,0 +1,178 @@
+// Command bench runs the Go lock provider and stock Medusa's @medusajs/locking-redis side by
+// side against a private redis-server and prints one JSON report on stdout (progress on stderr).
+//
+//	go run ./cmd/bench                 # 3 s per scenario and implementation
+//	go run ./cmd/bench --quick         # smoke test: a fraction of a second each
+//	go run ./cmd/bench --duration 2s --scenario contended_8x1ms --impl go,stock
+//
+// It needs redis-server and node on PATH and compat/node_modules (`make node-deps`). The exit
+// status is 0 on a correct run, 1 when a run failed or found a correctness problem (overlapping
+// critical sections, failed executes; the report is still printed), 2 for bad flags. Speed is
+// reported, never judged.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/locktui/locktui/internal/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options are the parsed command line.
+type options struct {
+	duration  time.Duration
+	quick     bool
+	warmup    int
+	timeout   time.Duration
+	impls     string
+	scenarios string
+	compat    string
+	redisURL  string
+}
+
+// errUsage marks a command-line error (exit status 2); flag has already printed the details.
+var errUsage = errors.New("usage")
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&o.duration, "duration", bench.DefaultDuration, "measurement window of each scenario for each implementation")
+	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("smoke test: %s windows and %d warm-up calls (an explicit --duration/--warmup wins)", bench.QuickDuration, bench.QuickWarmup))
+	fs.IntVar(&o.warmup, "warmup", bench.DefaultWarmup, "sequential execute calls before each window")
+	fs.DurationVar(&o.timeout, "timeout", bench.DefaultExecTimeout, "execute's acquisition timeout, at least 1s (stock's default waitLockingTimeout is 5s)")
+	fs.StringVar(&o.impls, "impl", "all", "comma-separated implementations to run (go, stock, …)")
+	fs.StringVar(&o.scenarios, "scenario", "all", "comma-separated scenarios to run (uncontended_1, uncontended_50, contended_8x1ms, contended_32x5ms)")
+	fs.StringVar(&o.compat, "compat", "", "the compat/ directory with node_modules (default: found from the working directory)")
+	fs.StringVar(&o.redisURL, "redis-url", "", "use this Redis instead of starting a private redis-server (it must be a scratch server: the run writes keys)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: bench [flags]\n\nRuns the Go provider and stock Medusa side by side and prints a JSON report.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return o, err
+		}
+		return o, errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "bench: unexpected argument %q\n", fs.Arg(0))
+		return o, errUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick && !set["duration"] {
+		o.duration = bench.QuickDuration
+	}
+	if o.quick && !set["warmup"] {
+		o.warmup = bench.QuickWarmup
+	}
+	switch {
+	case o.duration <= 0:
+		fmt.Fprintf(stderr, "bench: --duration must be positive, got %s\n", o.duration)
+		return o, errUsage
+	case o.warmup < 0:
+		fmt.Fprintf(stderr, "bench: --warmup must not be negative, got %d\n", o.warmup)
+		return o, errUsage
+	case o.timeout < time.Second:
+		fmt.Fprintf(stderr, "bench: --timeout must be at least 1s (stock raises anything lower to 1s), got %s\n", o.timeout)
+		return o, errUsage
+	}
+	return o, nil
+}
+
+// run is main without the process: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	scenarios, err := bench.SelectScenarios(o.scenarios)
+	if err == nil {
+		var impls []bench.Impl
+		if impls, err = bench.SelectImpls(o.impls); err == nil {
+			return runBench(ctx, o, scenarios, impls, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "bench: %v\n", err)
+	return 2
+}
+
+func runBench(ctx context.Context, o options, scenarios []bench.Scenario, impls []bench.Impl, stdout, stderr io.Writer) int {
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 1
+	}
+	compat := o.compat
+	if compat == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fail(err)
+		}
+		if compat, err = bench.FindCompatDir(wd); err != nil {
+			return fail(err)
+		}
+	}
+	url := o.redisURL
+	if url == "" {
+		srv, err := bench.StartRedis(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		defer srv.Stop()
+		url = srv.URL
+		fmt.Fprintf(stderr, "bench: private redis-server on %s\n", srv.Addr)
+	}
+	rep, err := bench.Run(ctx, bench.Config{
+		RedisURL:  url,
+		CompatDir: compat,
+		Duration:  o.duration,
+		Warmup:    warmupArg(o.warmup),
+		Timeout:   o.timeout,
+		Scenarios: scenarios,
+		Impls:     impls,
+		Log:       stderr,
+	})
+	if err != nil {
+		return fail(err)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return fail(err)
+	}
+	if len(rep.Problems) > 0 {
+		for _, p := range rep.Problems {
+			fmt.Fprintf(stderr, "bench: PROBLEM: %s\n", p)
+		}
+		return 1
+	}
+	return 0
+}
+
+// warmupArg maps the --warmup count to Config.Warmup, where 0 means the default and a negative
+// value means none.
+func warmupArg(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}

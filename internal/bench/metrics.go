@@ -1,0 +1,225 @@
+package bench
+
+import (
+	"math"
+	"slices"
+)
+
+// MetricsDoc defines every number in the report. Go and Node runners only record raw
+// observations (Raw); Summarize computes these metrics for all of them in one place.
+var MetricsDoc = map[string]string{
+	"window":            "each run measures a fixed window (--duration) after a warm-up (--warmup sequential executes, then one concurrent execute per worker); workers start together, call execute in a loop until the window closes (at least once each), then finish their in-flight call (drain_ms, not part of the window)",
+	"ops":               "executes that ran their job, returned without error and returned inside the window",
+	"ops_per_s":         "uncontended: ops / window seconds",
+	"latency_ms":        "uncontended: time from calling execute to its return, over every successful execute called in the window (also those returning while draining, so count can exceed ops); p50/p99 are nearest-rank percentiles (the ceil(p/100*n)-th smallest sample), max the largest",
+	"cs_per_s":          "contended: critical sections completed per second (ops / window seconds); each op is one critical section",
+	"ideal_cs_per_s":    "contended: 1000 / cs_ms, the rate if the lock passed between workers instantly",
+	"efficiency":        "contended: cs_per_s / ideal_cs_per_s (the critical section also includes a Redis INCR and DECR, so 1.0 is not reachable)",
+	"wait_ms":           "contended: time from calling execute to the job starting, over every successful execute called in the window (also those that got the lock while draining, so waits spanning the window's end are not lost; count can exceed ops); p50/p99 nearest-rank, max the largest. A polling lock lets the releasing worker take the key again at once, so p50 is small and the tail long",
+	"hold_ms_mean":      "contended: mean measured job duration (INCR + sleep cs_ms + DECR), over the same executes as wait_ms",
+	"fairness":          "Jain's fairness index over the workers' ops counts: (sum x)^2 / (n * sum x^2); 1 = every worker completed the same number, 1/n = one worker did everything; 0 when nothing completed",
+	"overlaps":          "job entries that found another job of the same process inside the critical section of the same key (in-process detector); must be 0",
+	"redis_max_in_cs":   "contended: largest reply of the Redis INCR each job runs on entry (DECR on exit); more than 1 means two holders overlapped, across processes too; must be 1",
+	"timeouts":          "executes that failed with the timed-out conflict (\"Timed-out acquiring lock.\") after timeout_s; the worker goes on",
+	"errors":            "executes that failed otherwise (first_error shows one); the worker stops",
+	"ratios":            "per scenario, <impl>_over_stock is the implementation's throughput (ops_per_s or cs_per_s) divided by stock's: above 1 is faster; wait_p50/p99_<impl>_over_stock divide wait percentiles: below 1 is shorter waits; null when stock's value is 0",
+	"implementations":   "go: the Go provider in-process, stock defaults, on a go-redis client from redisconn.Open (pool of 10 connections per GOMAXPROCS); stock: @medusajs/locking-redis built by its own loader in one Node child process (one ioredis connection); both run the same worker loop (compat/bench/harness.js mirrors internal/bench/gorunner.go), one implementation at a time, alternating per scenario",
+	"environment_noise": "a shared 2-core machine is noisy: compare ratios from one run, not absolute numbers across runs",
+}
+
+// Quantiles summarise a set of samples, in milliseconds.
+type Quantiles struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	Max   float64 `json:"max"`
+}
+
+// Result is one scenario run by one implementation, with its metrics (see MetricsDoc).
+// Fields that apply only to uncontended or only to contended scenarios are omitted otherwise.
+type Result struct {
+	Name     string  `json:"name"`
+	Impl     string  `json:"impl"`
+	Kind     string  `json:"kind"` // "uncontended" or "contended"
+	Workers  int     `json:"workers"`
+	Keys     int     `json:"keys"`
+	CSMs     float64 `json:"cs_ms"`
+	WindowMs float64 `json:"window_ms"`
+	Ops      int     `json:"ops"`
+
+	OpsPerS   *float64   `json:"ops_per_s,omitempty"`
+	LatencyMs *Quantiles `json:"latency_ms,omitempty"`
+
+	CSPerS       *float64   `json:"cs_per_s,omitempty"`
+	IdealCSPerS  *float64   `json:"ideal_cs_per_s,omitempty"`
+	Efficiency   *float64   `json:"efficiency,omitempty"`
+	WaitMs       *Quantiles `json:"wait_ms,omitempty"`
+	HoldMsMean   *float64   `json:"hold_ms_mean,omitempty"`
+	RedisMaxInCS *int64     `json:"redis_max_in_cs,omitempty"`
+
+	Fairness   float64 `json:"fairness"`
+	Overlaps   int     `json:"overlaps"`
+	Timeouts   int     `json:"timeouts"`
+	Errors     int     `json:"errors"`
+	FirstError string  `json:"first_error,omitempty"`
+	DrainMs    float64 `json:"drain_ms"`
+	Runtime    string  `json:"runtime"`
+}
+
+// Contended reports whether r is a contended scenario.
+func (r Result) Contended() bool { return r.Kind == "contended" }
+
+// Throughput is ops_per_s or cs_per_s, whichever the scenario has.
+func (r Result) Throughput() float64 {
+	switch {
+	case r.OpsPerS != nil:
+		return *r.OpsPerS
+	case r.CSPerS != nil:
+		return *r.CSPerS
+	}
+	return 0
+}
+
+// samples is the number of successful executes, inside the window or while draining.
+func (r Result) samples() int {
+	switch {
+	case r.LatencyMs != nil:
+		return r.LatencyMs.Count
+	case r.WaitMs != nil:
+		return r.WaitMs.Count
+	}
+	return 0
+}
+
+// Summarize computes the metrics of one run from its raw observations.
+func Summarize(sc Scenario, spec Spec, raw *Raw) Result {
+	ops := 0
+	for _, c := range raw.Completed {
+		ops += c
+	}
+	res := Result{
+		Name:       sc.Name,
+		Impl:       spec.Impl,
+		Kind:       "uncontended",
+		Workers:    spec.Workers,
+		Keys:       len(spec.Keys),
+		CSMs:       spec.CSMs,
+		WindowMs:   round(raw.WindowMs, 1),
+		Ops:        ops,
+		Fairness:   round(Jain(raw.Completed), 4),
+		Overlaps:   raw.Overlaps,
+		Timeouts:   raw.Timeouts,
+		Errors:     raw.Errors,
+		FirstError: raw.FirstError,
+		DrainMs:    round(raw.DrainMs, 1),
+		Runtime:    raw.Runtime,
+	}
+	rate := 0.0
+	if raw.WindowMs > 0 {
+		rate = float64(ops) / (raw.WindowMs / 1000)
+	}
+	if !sc.SharedKey {
+		res.OpsPerS = ptr(round(rate, 1))
+		res.LatencyMs = quantiles(raw.LatencyMs)
+		return res
+	}
+	res.Kind = "contended"
+	res.CSPerS = ptr(round(rate, 1))
+	if spec.CSMs > 0 {
+		ideal := 1000 / spec.CSMs
+		res.IdealCSPerS = ptr(round(ideal, 1))
+		res.Efficiency = ptr(round(rate/ideal, 3))
+	}
+	res.WaitMs = quantiles(raw.WaitMs)
+	hold := 0.0
+	if n := len(raw.WaitMs); n > 0 {
+		hold = raw.HoldMsSum / float64(n)
+	}
+	res.HoldMsMean = ptr(round(hold, 3))
+	res.RedisMaxInCS = ptr(raw.RedisMax)
+	return res
+}
+
+// Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of sorted samples: the
+// ceil(p/100*n)-th smallest. It returns 0 for no samples.
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(n)))
+	rank = min(max(rank, 1), n)
+	return sorted[rank-1]
+}
+
+// Jain returns Jain's fairness index of counts, (Σx)² / (n·Σx²): 1 when all are equal, 1/n when
+// one has everything, and 0 when all are zero or there are none.
+func Jain(counts []int) float64 {
+	var sum, sumSq float64
+	for _, c := range counts {
+		x := float64(c)
+		sum += x
+		sumSq += x * x
+	}
+	if sumSq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(counts)) * sumSq)
+}
+
+func quantiles(samples []float64) *Quantiles {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	q := &Quantiles{Count: len(s)}
+	if len(s) > 0 {
+		q.P50 = round(Percentile(s, 50), 3)
+		q.P99 = round(Percentile(s, 99), 3)
+		q.Max = round(s[len(s)-1], 3)
+	}
+	return q
+}
+
+// Ratios compares every implementation with baseline per scenario: "<impl>_over_<baseline>" is
+// the throughput ratio and, for contended scenarios, "wait_p50_…"/"wait_p99_…" the wait ratios.
+// A ratio whose denominator is zero is nil (JSON null).
+func Ratios(results []Result, baseline string) map[string]map[string]*float64 {
+	out := map[string]map[string]*float64{}
+	base := map[string]Result{}
+	for _, r := range results {
+		if r.Impl == baseline {
+			base[r.Name] = r
+		}
+	}
+	for _, r := range results {
+		b, ok := base[r.Name]
+		if !ok || r.Impl == baseline {
+			continue
+		}
+		m := out[r.Name]
+		if m == nil {
+			m = map[string]*float64{}
+			out[r.Name] = m
+		}
+		suffix := r.Impl + "_over_" + baseline
+		m[suffix] = ratio(r.Throughput(), b.Throughput())
+		if r.WaitMs != nil && b.WaitMs != nil {
+			m["wait_p50_"+suffix] = ratio(r.WaitMs.P50, b.WaitMs.P50)
+			m["wait_p99_"+suffix] = ratio(r.WaitMs.P99, b.WaitMs.P99)
+		}
+	}
+	return out
+}
+
+func ratio(a, b float64) *float64 {
+	if b == 0 {
+		return nil
+	}
+	return ptr(round(a/b, 3))
+}
+
+func round(x float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(x*p) / p
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,170 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/locktui/locktui/internal/bench"
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// compatDir returns the repository's compat/ directory and fails (never skips) when node or the
+// Node dependencies are missing.
+func compatDir(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal(bench.NodeInstallHint)
+	}
+	dir, err := bench.FindCompatDir(".")
+	require.NoError(t, err)
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@medusajs", "locking-redis", "package.json")); err != nil {
+		t.Fatalf("compat/node_modules/@medusajs/locking-redis is missing: run make node-deps (%v)", err)
+	}
+	return dir
+}
+
+// TestQuickRunReportsEveryScenarioWithoutOverlaps runs the whole benchmark in --quick mode
+// (Go in-process, stock Medusa in Node) and checks the report's shape and its correctness
+// checks; speed is not judged.
+func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
+	dir := compatDir(t)
+	srv := redistest.Start(t)
+	var log strings.Builder
+	rep, err := bench.Run(t.Context(), bench.Config{
+		RedisURL:  srv.URL,
+		CompatDir: dir,
+		Duration:  bench.QuickDuration,
+		Warmup:    bench.QuickWarmup,
+		Log:       &log,
+	})
+	require.NoError(t, err, "log:\n%s", log.String())
+	assert.Empty(t, rep.Problems)
+	assert.NotEmpty(t, rep.Redis)
+	assert.Equal(t, rep.Redis, rep.Env.Redis)
+	assert.Equal(t, []string{"go", "stock"}, rep.Settings.Impls)
+	assert.Equal(t, "2.21.2", rep.Env.Packages["@medusajs/locking-redis"])
+	assert.True(t, strings.HasPrefix(rep.Env.Node, "v"), "node version %q", rep.Env.Node)
+
+	scenarios := bench.DefaultScenarios()
+	require.Len(t, rep.Scenarios, 2*len(scenarios))
+	for i, r := range rep.Scenarios {
+		sc := scenarios[i/2]
+		assert.Equal(t, sc.Name, r.Name)
+		assert.Equal(t, []string{"go", "stock"}[i%2], r.Impl)
+		assert.Equal(t, sc.Workers, r.Workers)
+		assert.Zero(t, r.Overlaps, "%s/%s", r.Name, r.Impl)
+		assert.Zero(t, r.Errors, "%s/%s: %s", r.Name, r.Impl, r.FirstError)
+		// Every worker calls execute at least once; only a timeout leaves no sample.
+		samples := 0
+		if sc.SharedKey {
+			require.NotNil(t, r.RedisMaxInCS, "%s/%s", r.Name, r.Impl)
+			require.NotNil(t, r.WaitMs)
+			require.NotNil(t, r.CSPerS)
+			assert.Nil(t, r.OpsPerS)
+			samples = r.WaitMs.Count
+			if samples > 0 {
+				assert.Equal(t, int64(1), *r.RedisMaxInCS, "%s/%s: Redis counter", r.Name, r.Impl)
+			}
+		} else {
+			require.NotNil(t, r.LatencyMs)
+			require.NotNil(t, r.OpsPerS)
+			assert.Nil(t, r.CSPerS)
+			samples = r.LatencyMs.Count
+		}
+		assert.GreaterOrEqual(t, samples+r.Timeouts, sc.Workers, "%s/%s", r.Name, r.Impl)
+		assert.GreaterOrEqual(t, samples, r.Ops, "%s/%s", r.Name, r.Impl)
+		assert.Contains(t, rep.Ratios[sc.Name], "go_over_stock", "ratio of %s", sc.Name)
+	}
+
+	// The JSON document has the documented top-level shape.
+	data, err := json.Marshal(rep)
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(data, &doc))
+	for _, key := range []string{"redis", "env", "settings", "scenarios", "ratios", "metrics_doc", "problems"} {
+		assert.Contains(t, doc, key)
+	}
+	first := doc["scenarios"].([]any)[0].(map[string]any)
+	for _, key := range []string{"name", "impl", "ops_per_s", "latency_ms", "fairness", "overlaps"} {
+		assert.Contains(t, first, key)
+	}
+	assert.Contains(t, log.String(), "contended_32x5ms")
+}
+
+func TestNodeImplNamesTheMissingDependencies(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatal(bench.NodeInstallHint)
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bench"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bench", "x.js"), nil, 0o644))
+	_, err := bench.NodeImpl{ImplName: "x", Script: "bench/x.js"}.Open(t.Context(), bench.Env{CompatDir: dir})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, bench.ErrNodeDeps), "%v", err)
+	assert.Contains(t, err.Error(), "make node-deps")
+
+	_, err = bench.NodeImpl{ImplName: "x", Script: "bench/missing.js"}.Open(t.Context(), bench.Env{CompatDir: dir})
+	assert.ErrorContains(t, err, "runner script missing")
+}
+
+func TestRunFailsOnAnUnreachableRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	url := srv.URL + "?max_retries=-1" // fail at once instead of retrying with backoff
+	_, err := bench.Run(t.Context(), bench.Config{RedisURL: url, Impls: []bench.Impl{bench.GoImpl{}}})
+	assert.ErrorContains(t, err, "does not answer")
+}
+
+// noLock is an executor that does not lock: it runs the job at once.
+type noLock struct{}
+
+func (noLock) Execute(ctx context.Context, _ []string, job func(context.Context) error, _ provider.ExecuteOptions) error {
+	return job(ctx)
+}
+
+// TestOverlapDetectorsCatchALockThatDoesNotLock runs the contended scenario with a Go and a
+// Node "lock" that lets every job in: both detectors must see overlaps and Run must report
+// them as problems.
+func TestOverlapDetectorsCatchALockThatDoesNotLock(t *testing.T) {
+	dir := compatDir(t)
+	srv := redistest.Start(t)
+	scenarios, err := bench.SelectScenarios("contended_8x1ms")
+	require.NoError(t, err)
+	rep, err := bench.Run(t.Context(), bench.Config{
+		RedisURL:  srv.URL,
+		CompatDir: dir,
+		Duration:  50 * time.Millisecond,
+		Warmup:    -1,
+		Scenarios: scenarios,
+		Impls: []bench.Impl{
+			bench.GoImpl{ImplName: "nolock-go", Wrap: func(*provider.Provider) bench.Executor { return noLock{} }},
+			bench.NodeImpl{ImplName: "nolock-node", Script: "bench/testdata/nolock-bench.js", Requires: []string{"ioredis"}},
+		},
+	})
+	require.NoError(t, err)
+	require.Len(t, rep.Scenarios, 2)
+	for _, r := range rep.Scenarios {
+		assert.Positive(t, r.Overlaps, r.Impl)
+		require.NotNil(t, r.RedisMaxInCS, r.Impl)
+		assert.Greater(t, *r.RedisMaxInCS, int64(1), r.Impl)
+	}
+	problems := strings.Join(rep.Problems, "\n")
+	assert.Contains(t, problems, "contended_8x1ms/nolock-go: ")
+	assert.Contains(t, problems, "contended_8x1ms/nolock-node: ")
+	assert.Contains(t, problems, "overlapping critical sections")
+	assert.Contains(t, problems, "Redis counter reached")
+}
