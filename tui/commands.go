@@ -1,0 +1,261 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/locktui/locktui/events"
+	"github.com/locktui/locktui/tui/source"
+)
+
+// waitView waits for the hub's next View.
+func (m *model) waitView() tea.Cmd {
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		v, ok := m.hub.Next(ctx)
+		if !ok {
+			return nil
+		}
+		return viewMsg{view: v}
+	})
+}
+
+// heartbeat sends PING, and once per connection INFO server and CONFIG GET.
+func (m *model) heartbeat() tea.Cmd {
+	needInfo := !m.conn.infoOK
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		lat, err := m.src.Ping(ctx)
+		if err != nil {
+			return heartbeatMsg{err: err}
+		}
+		msg := heartbeatMsg{latency: lat}
+		if needInfo {
+			info, err := m.src.ServerInfo(ctx)
+			if err != nil {
+				return heartbeatMsg{err: err}
+			}
+			msg.info = &info
+		}
+		return msg
+	})
+}
+
+func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
+	if msg.err != nil {
+		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+			return nil
+		}
+		m.conn.down = true
+		m.conn.infoOK = false
+		m.conn.err = msg.err
+		m.conn.failures++
+		wait := min(retryMin<<min(m.conn.failures-1, 10), retryMax)
+		m.conn.retryAt = m.common.Now().Add(wait)
+		m.setStickyNotice("Redis does not answer: " + msg.err.Error())
+		return m.after(wait, heartbeatDueMsg{})
+	}
+	wasDown := m.conn.down
+	m.conn.down, m.conn.failures, m.conn.err = false, 0, nil
+	if wasDown {
+		m.setNotice("Redis answers again: refreshing", false)
+	}
+	m.conn.latency = msg.latency
+	var cmds []tea.Cmd
+	if msg.info != nil {
+		m.conn.info, m.conn.infoOK = *msg.info, true
+		if msg.info.Keyspace() && !m.keyspaceOn && !m.keyspacePending {
+			cmds = append(cmds, m.subscribeKeyspace(msg.info.DB))
+		}
+	}
+	if wasDown && !m.scanning {
+		cmds = append(cmds, m.scan())
+	}
+	cmds = append(cmds, m.after(heartbeatEvery, heartbeatDueMsg{}))
+	return tea.Batch(cmds...)
+}
+
+// scan runs one full refresh; the batches go straight to the hub.
+func (m *model) scan() tea.Cmd {
+	m.scanning = true
+	m.scanGen++
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		st, err := m.src.Scan(ctx, m.hub)
+		return scanDoneMsg{stats: st, err: err}
+	})
+}
+
+// refreshNow starts a refresh unless one is running.
+func (m *model) refreshNow() tea.Cmd {
+	if m.scanning || m.conn.down {
+		return nil
+	}
+	return m.scan()
+}
+
+func (m *model) onScanDone(msg scanDoneMsg) tea.Cmd {
+	m.scanning = false
+	if msg.err != nil {
+		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+			return nil
+		}
+		// The heartbeat notices the outage and restarts refreshing once Redis answers; if
+		// Redis does answer (a refused command, say), try again after the interval.
+		m.setNotice("refresh failed: "+msg.err.Error(), true)
+		gen := m.scanGen
+		return m.after(max(m.pollInterval(), retryMin), scanDueMsg{gen: gen})
+	}
+	m.lastScan = msg.stats
+	m.loaded = true
+	m.lastGood = m.common.Now()
+	gen := m.scanGen
+	wait := max(m.pollInterval()-msg.stats.Took, 0)
+	return m.after(wait, scanDueMsg{gen: gen})
+}
+
+// subscribeEvents subscribes to the namespace's lock events and forwards them to the hub.
+func (m *model) subscribeEvents() tea.Cmd {
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		sub, err := events.Subscribe(ctx, m.cfg.Client, m.cfg.Namespace)
+		if err != nil {
+			return eventsStartedMsg{err: err}
+		}
+		m.rt.onClose(func() { _ = sub.Close() })
+		m.rt.goroutine(func(ctx context.Context) { m.hub.Forward(ctx, sub.C()) })
+		return eventsStartedMsg{}
+	})
+}
+
+// subscribeKeyspace subscribes to the keyspace notifications of the namespace.
+func (m *model) subscribeKeyspace(db int) tea.Cmd {
+	m.keyspacePending = true
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		ks, err := m.src.SubscribeKeyspace(ctx, db)
+		if err != nil {
+			return keyspaceStartedMsg{err: err}
+		}
+		m.rt.onClose(ks.Close)
+		return keyspaceStartedMsg{ks: ks}
+	})
+}
+
+func (m *model) onKeyspaceStarted(msg keyspaceStartedMsg) tea.Cmd {
+	m.keyspacePending = false
+	if msg.err != nil {
+		if !isCancel(msg.err) {
+			m.setNotice("keyspace notifications unavailable, polling only: "+msg.err.Error(), true)
+		}
+		return nil
+	}
+	m.keyspace, m.keyspaceOn = msg.ks, true
+	// What changed before the subscription is caught by a refresh now; from here on the
+	// notifications keep the table live and the poll slows down.
+	return tea.Batch(m.readKeyspace(), m.refreshNow())
+}
+
+// readKeyspace waits for notified keys and reads them (within the budget).
+func (m *model) readKeyspace() tea.Cmd {
+	ks := m.keyspace
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		keys, overflow, err := ks.Next(ctx, source.KeyspaceReadBatch)
+		if err != nil {
+			return keyspaceReadMsg{err: err}
+		}
+		found, absent, at, err := m.src.Read(ctx, keys)
+		if err != nil {
+			return keyspaceReadMsg{err: err}
+		}
+		if len(found) > 0 {
+			m.hub.Observe(found, at, 0)
+		}
+		if len(absent) > 0 {
+			m.hub.Absent(absent, at)
+		}
+		return keyspaceReadMsg{keys: len(keys), overflow: overflow}
+	})
+}
+
+func (m *model) onKeyspaceRead(msg keyspaceReadMsg) tea.Cmd {
+	switch {
+	case msg.err != nil && isCancel(msg.err) && m.rt.ctx.Err() != nil:
+		return nil
+	case msg.err != nil:
+		// Redis is away: the heartbeat shows it; go-redis resubscribes by itself. Try again
+		// after a pause so an outage does not spin.
+		return m.after(time.Second, keyspaceRetryMsg{})
+	}
+	m.lastGood = m.common.Now()
+	cmds := []tea.Cmd{m.readKeyspace()}
+	if msg.overflow {
+		cmds = append(cmds, m.refreshNow())
+	}
+	return tea.Batch(cmds...)
+}
+
+// toggleSampling starts sampling the keys on screen, or stops a run in progress.
+func (m *model) toggleSampling() tea.Cmd {
+	m.sampleGen++
+	if m.sampler != nil {
+		m.sampler = nil
+		m.setNotice("sampling stopped", false)
+		return nil
+	}
+	if m.view == nil {
+		m.setNotice("nothing to sample yet: the first refresh is not done", true)
+		return nil
+	}
+	var keys []string
+	switch m.active {
+	case pageHot:
+		if row, ok := m.hot.Selected(); ok {
+			keys = append(keys, row.Key)
+		}
+		for _, h := range m.view.Hot {
+			if len(keys) < source.SampleMaxKeys && (len(keys) == 0 || h.Key != keys[0]) {
+				keys = append(keys, h.Key)
+			}
+		}
+	case pageDetail:
+		if m.query.Detail != "" {
+			keys = []string{m.query.Detail}
+		}
+	default:
+		keys = m.locks.Visible()
+	}
+	if len(keys) == 0 {
+		m.setNotice("nothing to sample: no keys on screen", true)
+		return nil
+	}
+	m.sampler = m.src.NewSampler(keys)
+	m.sampleStats = source.SampleStats{Left: source.SampleFor, Keys: len(m.sampler.Keys())}
+	m.setNotice(fmt.Sprintf("sampling %d keys for %s: +%d commands/s", len(m.sampler.Keys()),
+		source.SampleFor, m.sampler.Cost()), false)
+	return m.sampleStep()
+}
+
+func (m *model) sampleStep() tea.Cmd {
+	sm, gen := m.sampler, m.sampleGen
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		st, err := sm.Step(ctx, m.hub)
+		return sampleMsg{gen: gen, stats: st, err: err}
+	})
+}
+
+func (m *model) onSample(msg sampleMsg) tea.Cmd {
+	if msg.gen != m.sampleGen || m.sampler == nil {
+		return nil
+	}
+	if msg.err == nil {
+		m.sampleStats = msg.stats
+	}
+	if m.sampler.Done(m.common.Now()) {
+		m.sampler = nil
+		m.setNotice("sampling done: hand-offs seen are in the hot view (3)", false)
+		return nil
+	}
+	gen := m.sampleGen
+	return m.after(source.SampleInterval, sampleDueMsg{gen: gen})
+}

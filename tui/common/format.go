@@ -1,0 +1,109 @@
+package common
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/locktui/locktui/provider"
+)
+
+// TTL formats a time to live for a table cell: tenths of a second under a minute so the
+// countdown moves smoothly, "never" for a lock without expiry.
+func TTL(d time.Duration) string {
+	switch {
+	case d == provider.NoExpiry:
+		return "never"
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+	}
+	return Duration(d)
+}
+
+// Duration formats a duration compactly: 42s, 4m03s, 2h05m, 3d04h.
+func Duration(d time.Duration) string {
+	d = max(d, 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// Latency formats a round-trip time: 0.42ms, 12ms, 1.2s.
+func Latency(d time.Duration) string {
+	switch {
+	case d < 10*time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64) + "ms"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+}
+
+// Rate formats events per second: "-" for none, 0.3/s, 12/s.
+func Rate(r float64) string {
+	switch {
+	case r <= 0:
+		return "-"
+	case r < 10:
+		return strconv.FormatFloat(r, 'f', 1, 64) + "/s"
+	}
+	return strconv.FormatFloat(r, 'f', 0, 64) + "/s"
+}
+
+// Count formats an integer with thousands separators: 100,000.
+func Count(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + Count(-n)
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Fit truncates s to width display cells (with "…") and pads it with spaces to exactly width.
+func Fit(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	w := ansi.StringWidth(s)
+	if w > width {
+		s = ansi.Truncate(s, width, "…")
+		w = ansi.StringWidth(s)
+	}
+	return s + strings.Repeat(" ", width-w)
+}
+
+// FitRight is Fit aligned right.
+func FitRight(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	w := ansi.StringWidth(s)
+	if w > width {
+		return ansi.Truncate(s, width, "…")
+	}
+	return strings.Repeat(" ", width-w) + s
+}
+
+// Truncate cuts s to width display cells, with "…", without padding.
+func Truncate(s string, width int) string {
+	if ansi.StringWidth(s) <= width {
+		return s
+	}
+	return ansi.Truncate(s, max(width, 0), "…")
+}

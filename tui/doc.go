@@ -1,0 +1,41 @@
+// Package tui is locktui's console: a live, k9s-like view of every lock under a namespace of a
+// Medusa-compatible Redis lock store, built on Bubble Tea v2.
+//
+// Run it with Run(ctx, Config). It shows four views — locks, owners, hot locks, the detail of
+// one key — with a status bar that always says where it is connected and how fresh its data
+// is; when Redis goes away it keeps the last data marked STALE and reconnects with backoff.
+//
+// # Keys
+//
+//	↑/k ↓/j pgup pgdn g G   move                  tab S-tab 1-4   views
+//	enter   detail (owners: the owner's locks)    esc             back / clear the filter
+//	/       filter: substring, glob with * ? [, =exact, owner:… for owners
+//	s S     next sort column / reverse            c               sample contention for 30 s
+//	r       refresh now                           ?               help
+//	d       force-release the selected lock (confirm with y; compare-and-delete on the owner shown)
+//	D       release every lock of the selected owner (confirm with y; compare-and-unlink per key)
+//	q       quit (also ctrl+c)
+//
+// In read-only mode (Config.ReadOnly) d and D are disabled and left out of the help, an RO badge
+// shows, and a go-redis hook on the client refuses every command that is not a read.
+//
+// # Data and cost
+//
+// The lock table is refreshed by SCAN polling (the source of truth): a full refresh of N locks
+// costs ceil(N/100) SCAN + N GET + N PTTL commands in ceil(N/100)+1 round trips, paced so the
+// console never sends more than Config.Budget commands per second (default 20,000): 100,000
+// locks are re-read every ~10 s. When the server publishes keyspace notifications (CONFIG GET
+// notify-keyspace-events), changed keys are re-read at once (two commands each, within the
+// same budget) and the poll slows to Config.KeyspacePoll. PING once a second; INFO server and
+// CONFIG GET once per connection. Lock events from pub/sub (package events) give waiters and
+// attempts per second per key; for keys only stock Medusa processes use, "c" samples the keys
+// on screen for 30 s (four reads a second plus INFO commandstats once a second; its cost is
+// shown while it runs).
+//
+// Filtering and sorting run in the source.Hub goroutine, never in Update; only the rows on
+// screen are rendered. No Redis call happens in Update: every one runs in a tea.Cmd and its
+// result comes back as a message.
+//
+// Every mutation is written to Config.Audit (time, operator, key, owner, result); a failed
+// audit write is shown on screen.
+package tui

@@ -1,0 +1,293 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/audit"
+	"github.com/locktui/locktui/events"
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+)
+
+// waitFor bounds every wait of the integration tests.
+const waitFor = 15 * time.Second
+
+// console is the program running headless: keys go in through a pipe, the screen is captured
+// on the event loop before each message.
+type console struct {
+	t      *testing.T
+	keys   *io.PipeWriter
+	screen atomic.Value // string
+	done   chan error
+	cancel context.CancelFunc
+}
+
+func startConsole(t *testing.T, cfg Config) *console {
+	t.Helper()
+	pr, pw := io.Pipe()
+	cfg.Stdin, cfg.Stdout = pr, io.Discard
+	ctx, cancel := context.WithCancel(t.Context())
+	c := &console{t: t, keys: pw, done: make(chan error, 1), cancel: cancel}
+	c.screen.Store("")
+	capture := func(m tea.Model, msg tea.Msg) tea.Msg {
+		c.screen.Store(ansi.Strip(m.(*model).render()))
+		return msg
+	}
+	go func() {
+		c.done <- run(ctx, cfg, tea.WithWindowSize(100, 30), tea.WithFilter(capture), tea.WithoutSignalHandler())
+	}()
+	t.Cleanup(func() {
+		cancel()
+		_ = pw.Close()
+		select {
+		case <-c.done:
+		case <-time.After(waitFor):
+			t.Error("the console did not stop")
+		}
+	})
+	return c
+}
+
+func (c *console) press(keys string) {
+	c.t.Helper()
+	_, err := c.keys.Write([]byte(keys))
+	require.NoError(c.t, err)
+}
+
+// await waits until the screen contains every one of want.
+func (c *console) await(want ...string) {
+	c.t.Helper()
+	ok := assert.Eventually(c.t, func() bool {
+		s := c.screen.Load().(string)
+		for _, w := range want {
+			if !strings.Contains(s, w) {
+				return false
+			}
+		}
+		return true
+	}, waitFor, 10*time.Millisecond, "screen never showed %q", want)
+	if !ok {
+		c.t.Fatalf("last screen:\n%s", c.screen.Load())
+	}
+}
+
+// awaitMatch waits until the screen matches the regular expression re.
+func (c *console) awaitMatch(re string) {
+	c.t.Helper()
+	rx := regexp.MustCompile(re)
+	ok := assert.Eventually(c.t, func() bool { return rx.MatchString(c.screen.Load().(string)) },
+		waitFor, 10*time.Millisecond, "screen never matched %s", re)
+	if !ok {
+		c.t.Fatalf("last screen:\n%s", c.screen.Load())
+	}
+}
+
+// quit presses q and waits for Run to return; it must return nil.
+func (c *console) quit() {
+	c.t.Helper()
+	c.press("q")
+	select {
+	case err := <-c.done:
+		require.NoError(c.t, err)
+		c.done <- nil // for the cleanup
+	case <-time.After(waitFor):
+		c.t.Fatal("q did not quit")
+	}
+}
+
+func TestIntegrationForceReleaseOnlyIfOwnerUnchanged(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	ctx := t.Context()
+	require.NoError(t, client.Set(ctx, "medusa_lock:cart:1", "owner-a", time.Minute).Err())
+	sink := &memorySink{}
+	c := startConsole(t, Config{Client: client, URL: srv.URL, Audit: sink, Operator: "op@host", NoEvents: true})
+	c.await("cart:1", "owner-a", "1 lock")
+
+	c.press("d")
+	c.await("Force-release this lock?", "owner  owner-a")
+	// The owner changes while the operator reads the dialog.
+	require.NoError(t, client.Set(ctx, "medusa_lock:cart:1", "owner-b", time.Minute).Err())
+	c.press("y")
+	c.await("not released: owner of cart:1 changed to owner-b")
+	got, err := client.Get(ctx, "medusa_lock:cart:1").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "owner-b", got, "another owner's lock is never deleted")
+
+	c.awaitMatch(`cart:1 +owner-b +\d`) // the table, not the notice
+	c.press("d")
+	c.await("owner  owner-b")
+	c.press("y")
+	c.await("released cart:1 (owner owner-b)")
+	assert.Zero(t, client.Exists(ctx, "medusa_lock:cart:1").Val())
+
+	recs := sink.all()
+	require.Len(t, recs, 2)
+	assert.Equal(t, audit.ActionForceRelease, recs[0].Action)
+	assert.Equal(t, "owner-a", recs[0].Owner)
+	assert.Equal(t, audit.ResultNotHeld, recs[0].Result)
+	assert.Equal(t, 0, recs[0].Count)
+	assert.Equal(t, "owner-b", recs[1].Owner)
+	assert.Equal(t, audit.ResultReleased, recs[1].Result)
+	assert.Equal(t, 1, recs[1].Count)
+	assert.Equal(t, "op@host", recs[1].Operator)
+	assert.Equal(t, "cart:1", recs[1].Key)
+	c.quit()
+}
+
+func TestIntegrationReleaseAllAndAuditFailure(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	ctx := t.Context()
+	for _, k := range []string{"a", "b", "c"} {
+		require.NoError(t, client.Set(ctx, "medusa_lock:"+k, "svc-1", time.Minute).Err())
+	}
+	require.NoError(t, client.Set(ctx, "medusa_lock:z", "svc-2", time.Minute).Err())
+	sink := &memorySink{err: io.ErrShortWrite}
+	c := startConsole(t, Config{Client: client, URL: srv.URL, Audit: sink, NoEvents: true})
+	c.await("4 locks")
+	c.press("2") // owners: svc-1 first (most keys)
+	c.await("svc-1", "svc-2")
+	c.press("D")
+	c.await("Release all 3 locks of this owner?")
+	c.press("y")
+	c.await("AUDIT FAILED for owner svc-1", "released 3 locks of svc-1")
+	assert.Equal(t, int64(1), client.Exists(ctx, "medusa_lock:a", "medusa_lock:z").Val(), "only svc-1's locks")
+	c.quit()
+}
+
+// recorder is a go-redis hook that records every command a client sends.
+type recorder struct {
+	mu   sync.Mutex
+	cmds []redis.Cmder
+}
+
+func (r *recorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.add(cmds...)
+		return next(ctx, cmds)
+	}
+}
+func (r *recorder) add(cmds ...redis.Cmder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cmds = append(r.cmds, cmds...)
+}
+func (r *recorder) names() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]int{}
+	for _, c := range r.cmds {
+		name := c.Name()
+		if args := c.Args(); len(args) > 1 && (name == "config" || name == "client" || name == "info") {
+			name += " " + strings.ToLower(args[1].(string))
+		}
+		out[name]++
+	}
+	return out
+}
+
+func TestIntegrationReadOnlySendsOnlyReads(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	ctx := t.Context()
+	require.NoError(t, client.Set(ctx, "medusa_lock:cart:1", "owner-a", time.Minute).Err())
+	require.NoError(t, client.Set(ctx, "medusa_lock:cart:2", "owner-a", 0).Err())
+	rec := &recorder{}
+	// The recorder is added first, so it sees every command the console tries, including any
+	// the read-only hook would refuse.
+	client.AddHook(rec)
+	c := startConsole(t, Config{Client: client, URL: srv.URL, ReadOnly: true})
+	c.await("cart:1", " RO ", "redis 7")
+	c.press("d")
+	c.press("y")
+	c.press("D")
+	c.press("y")
+	c.await("read-only mode: releasing is disabled")
+	c.press("?")
+	c.await("Keys")
+	c.press("x")
+	c.quit()
+
+	allowed := map[string]bool{"scan": true, "get": true, "pttl": true, "ping": true, "info server": true,
+		"config get": true, "hello": true, "client setinfo": true}
+	names := rec.names()
+	require.NotEmpty(t, names)
+	for name := range names {
+		assert.True(t, allowed[name], "read-only console sent %q (all: %v)", name, names)
+	}
+	assert.Positive(t, names["scan"])
+	assert.Equal(t, int64(2), client.Exists(ctx, "medusa_lock:cart:1", "medusa_lock:cart:2").Val())
+
+	// Defence in depth: the client itself now refuses writes.
+	err := client.Del(ctx, "medusa_lock:cart:1").Err()
+	require.ErrorIs(t, err, ErrReadOnly)
+	_, err = provider.New(client, nil).ForceRelease(ctx, "cart:1", "owner-a")
+	require.ErrorIs(t, err, ErrReadOnly)
+	assert.Equal(t, int64(2), client.Exists(ctx, "medusa_lock:cart:1", "medusa_lock:cart:2").Val())
+}
+
+func TestIntegrationStaleWhenServerStops(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DialTimeout: 500 * time.Millisecond,
+		ReadTimeout: 500 * time.Millisecond, MaxRetries: -1})
+	defer client.Close()
+	require.NoError(t, client.Set(t.Context(), "medusa_lock:cart:1", "owner-a", time.Hour).Err())
+	c := startConsole(t, Config{Client: client, URL: srv.URL, NoEvents: true})
+	c.await("cart:1", "1 lock", "ping ")
+	srv.Stop()
+	c.await("STALE", "RECONNECTING", "Redis does not answer", "cart:1")
+	c.quit()
+}
+
+func TestIntegrationKeyspaceNotificationsUpdateLive(t *testing.T) {
+	srv := redistest.StartWith(t, redistest.Config{Args: []string{"--notify-keyspace-events", "KA"}})
+	client := srv.Client(t)
+	ctx := t.Context()
+	require.NoError(t, client.Set(ctx, "medusa_lock:first", "o", time.Minute).Err())
+	// The poll is an hour apart: only keyspace notifications can bring the new key.
+	c := startConsole(t, Config{Client: client, URL: srv.URL, KeyspacePoll: time.Hour, Refresh: time.Hour, NoEvents: true})
+	c.await("first", "keyspace events + poll 1h")
+	require.NoError(t, client.Set(ctx, "medusa_lock:second", "p", time.Minute).Err())
+	c.await("second", "2 locks")
+	require.NoError(t, client.Del(ctx, "medusa_lock:first").Err())
+	c.await("GONE")
+	c.quit()
+}
+
+func TestIntegrationEventsGiveContention(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	ctx := t.Context()
+	require.NoError(t, client.Set(ctx, "medusa_lock:cart:9", "holder", time.Minute).Err())
+	c := startConsole(t, Config{Client: client, URL: srv.URL})
+	c.await("cart:9", "· events")
+	c.press("3")
+	ev, err := json.Marshal(events.Event{V: events.Version, Kind: provider.EventWaiting, Key: "cart:9",
+		Owner: "waiter-1", TS: time.Now().UnixMilli(), Source: events.SourceGo})
+	require.NoError(t, err)
+	require.NoError(t, client.Publish(ctx, events.ChannelFor("medusa_lock:"), ev).Err())
+	c.await("1 cart:9", "holder")
+	c.quit()
+}

@@ -1,0 +1,283 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/locktui/locktui/tui/common"
+	"github.com/locktui/locktui/tui/components/dialog"
+	"github.com/locktui/locktui/tui/components/input"
+	"github.com/locktui/locktui/tui/pages/detail"
+	"github.com/locktui/locktui/tui/pages/hot"
+	"github.com/locktui/locktui/tui/pages/locks"
+	"github.com/locktui/locktui/tui/pages/owners"
+	"github.com/locktui/locktui/tui/source"
+	"github.com/locktui/locktui/tui/store"
+)
+
+// tickEvery is the countdown frame interval (5 fps), used only while something counts down.
+const tickEvery = 200 * time.Millisecond
+
+// noticeFor is how long a notice stays in the footer.
+const noticeFor = 8 * time.Second
+
+// page identifies a view.
+type page int
+
+const (
+	pageLocks page = iota
+	pageOwners
+	pageHot
+	pageDetail
+	pageCount
+)
+
+var pageNames = [pageCount]string{"Locks", "Owners", "Hot", "Detail"}
+
+// notice is a line in the footer: a result, an error, a failed audit write.
+type notice struct {
+	text  string
+	err   bool
+	until time.Time // zero: until the next notice
+}
+
+// conn is what the console knows about the connection.
+type conn struct {
+	info     source.ServerInfo
+	infoOK   bool // INFO/CONFIG read on this connection
+	latency  time.Duration
+	down     bool
+	failures int
+	err      error
+	retryAt  time.Time
+}
+
+// model is the root model: it routes keys, owns the pages, the dialog and the filter, and
+// schedules every Redis call as a tea.Cmd.
+type model struct {
+	cfg    Config
+	rt     *runtime
+	src    *source.Source
+	hub    *source.Hub
+	common *common.Common
+
+	pages    [pageCount]common.Component
+	locks    *locks.Page
+	owners   *owners.Page
+	hot      *hot.Page
+	detail   *detail.Page
+	active   page
+	previous page
+
+	dialog   *dialog.Model
+	filter   *input.Model
+	editing  bool
+	showHelp bool
+
+	query   store.Query
+	view    *store.View
+	conn    conn
+	notice  notice
+	ticking bool
+
+	// refreshing
+	scanning   bool
+	scanGen    int
+	lastScan   source.ScanStats
+	loaded     bool
+	lastGood   time.Time
+	keyspace   *source.Keyspace
+	keyspaceOn bool
+	// keyspacePending is set while the subscription is being made.
+	keyspacePending bool
+	eventsOn        bool
+	eventsErr       error
+
+	// sampling
+	sampler     *source.Sampler
+	sampleGen   int
+	sampleStats source.SampleStats
+}
+
+// newModel builds the root model; it does no I/O.
+func newModel(cfg Config, rt *runtime) *model {
+	c := common.New(cfg.ReadOnly, cfg.NoColor)
+	m := &model{
+		cfg:    cfg,
+		rt:     rt,
+		src:    source.New(source.Options{Client: cfg.Client, Namespace: cfg.Namespace, Budget: cfg.Budget}),
+		hub:    source.NewHub(),
+		common: c,
+		locks:  locks.New(c),
+		owners: owners.New(c),
+		hot:    hot.New(c),
+		detail: detail.New(c),
+		dialog: dialog.New(c),
+	}
+	m.pages = [pageCount]common.Component{m.locks, m.owners, m.hot, m.detail}
+	m.filter = input.New(c, "/")
+	m.filter.Placeholder = "key, glob * ? [, =exact or owner:… (enter keeps, esc clears)"
+	m.filter.CharLimit = 256
+	return m
+}
+
+// Init starts the background work: the hub's Views, the heartbeat, the first refresh and the
+// event subscription; it asks the terminal for its background colour.
+func (m *model) Init() tea.Cmd {
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.waitView(), m.heartbeat(), m.scan()}
+	if m.cfg.Events != nil {
+		m.eventsOn = true
+		ch := m.cfg.Events.C()
+		m.rt.goroutine(func(ctx context.Context) { m.hub.Forward(ctx, ch) })
+	} else if !m.cfg.NoEvents {
+		cmds = append(cmds, m.subscribeEvents())
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update handles one message.
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.setSize(msg.Width, msg.Height)
+		return m, nil
+	case tea.BackgroundColorMsg:
+		m.common.Styles = common.NewStyles(msg.IsDark(), m.cfg.NoColor)
+		return m, nil
+	case tea.KeyPressMsg:
+		return m, m.handleKey(msg)
+	case viewMsg:
+		m.setView(msg.view)
+		return m, tea.Batch(m.waitView(), m.startTicking())
+	case tickMsg:
+		m.ticking = false
+		return m, m.startTicking()
+	case heartbeatMsg:
+		return m, m.onHeartbeat(msg)
+	case heartbeatDueMsg:
+		return m, m.heartbeat()
+	case scanDoneMsg:
+		return m, m.onScanDone(msg)
+	case scanDueMsg:
+		if msg.gen != m.scanGen || m.scanning || m.conn.down {
+			return m, nil
+		}
+		return m, m.scan()
+	case keyspaceStartedMsg:
+		return m, m.onKeyspaceStarted(msg)
+	case keyspaceReadMsg:
+		return m, m.onKeyspaceRead(msg)
+	case keyspaceRetryMsg:
+		return m, m.readKeyspace()
+	case eventsStartedMsg:
+		m.eventsOn, m.eventsErr = msg.err == nil, msg.err
+		if msg.err != nil {
+			m.setNotice("lock events unavailable (no contention from events): "+msg.err.Error(), true)
+		}
+		return m, nil
+	case sampleDueMsg:
+		if msg.gen != m.sampleGen || m.sampler == nil {
+			return m, nil
+		}
+		return m, m.sampleStep()
+	case sampleMsg:
+		return m, m.onSample(msg)
+	case releaseDoneMsg:
+		m.onReleaseDone(msg)
+		return m, m.refreshNow()
+	case releaseAllDoneMsg:
+		m.onReleaseAllDone(msg)
+		return m, m.refreshNow()
+	}
+	if paste, ok := msg.(tea.PasteMsg); ok && m.editing {
+		if m.filter.Update(paste) {
+			m.applyFilter(m.filter.Value())
+		}
+	}
+	return m, nil
+}
+
+func (m *model) setSize(width, height int) {
+	m.common.SetSize(width, height)
+	h := max(height-chromeLines, 1)
+	for _, p := range m.pages {
+		p.SetSize(width, h)
+	}
+	m.dialog.SetSize(width, h)
+}
+
+func (m *model) setView(v *store.View) {
+	m.view = v
+	m.locks.SetView(v)
+	m.owners.SetView(v)
+	m.hot.SetView(v)
+	m.detail.SetView(v)
+}
+
+// setQuery asks the hub for a View of q (no I/O: a hand-off to the hub's goroutine).
+func (m *model) setQuery(q store.Query) {
+	m.query = q
+	m.hub.SetQuery(q)
+}
+
+// counting reports whether anything on screen changes with time alone: a countdown, or the
+// age of stale data.
+func (m *model) counting() bool {
+	if m.conn.down {
+		return true
+	}
+	switch m.active {
+	case pageLocks:
+		return m.locks.Counting()
+	case pageDetail:
+		return m.detail.Counting()
+	}
+	return false
+}
+
+// startTicking starts the countdown frames if something counts and they are not running.
+func (m *model) startTicking() tea.Cmd {
+	if m.ticking || !m.counting() {
+		return nil
+	}
+	m.ticking = true
+	return m.after(tickEvery, tickMsg{})
+}
+
+func (m *model) setNotice(text string, isErr bool) {
+	m.notice = notice{text: text, err: isErr, until: m.common.Now().Add(noticeFor)}
+}
+
+// setStickyNotice shows text until the next notice: for what must not be missed.
+func (m *model) setStickyNotice(text string) {
+	m.notice = notice{text: text, err: true}
+}
+
+// pollInterval is the wait between the starts of two refreshes.
+func (m *model) pollInterval() time.Duration {
+	base := m.cfg.Refresh
+	if m.keyspaceOn {
+		base = m.cfg.KeyspacePoll
+	}
+	return max(base, m.lastScan.Took)
+}
+
+// stale reports whether the data on screen is not current, and its age.
+func (m *model) stale() (bool, time.Duration) {
+	age := m.common.Now().Sub(m.lastGood)
+	if m.conn.down {
+		return true, age
+	}
+	limit := max(3*m.pollInterval(), 5*time.Second)
+	return m.loaded && age > limit+m.lastScan.Took, age
+}
+
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// after delivers msg after d (see runtime.after).
+func (m *model) after(d time.Duration, msg tea.Msg) tea.Cmd { return m.rt.after(d, msg) }

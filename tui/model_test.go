@@ -1,0 +1,275 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/source"
+	"github.com/locktui/locktui/tui/store"
+)
+
+func TestScreenFits80x24(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	for _, p := range []string{"1", "2", "3", "4", "?"} {
+		press(m, p)
+		out := screen(m)
+		ls := lines(out)
+		require.Len(t, ls, 24, "view %s: the screen is exactly 24 lines", p)
+		for i, l := range ls {
+			assert.LessOrEqual(t, ansi.StringWidth(l), 80, "view %s line %d is too wide: %q", p, i, l)
+		}
+		press(m, "esc")
+	}
+}
+
+func TestStatusBarSaysWhereAndHow(t *testing.T) {
+	m := newTestModel(t, Config{Namespace: "medusa_lock:"})
+	out := screen(m)
+	assert.Contains(t, out, "loading…", "before the first refresh")
+	connected(m)
+	feed(m, sampleStore())
+	out = screen(m)
+	for _, want := range []string{"redis://:xxxxx@localhost:6390/0", "db0", "ns medusa_lock:", "redis 7.0.15",
+		"ping 0.42ms", "4 locks", "poll 1s"} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "secret", "the password is never shown")
+	assert.NotContains(t, out, "STALE")
+	assert.NotContains(t, out, " RO ")
+}
+
+func TestStatesAreWords(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	out := screen(m)
+	for _, want := range []string{"NO TTL", "EXPIRING", "RENEWED", "HELD", "never", "3.0s", "1w 0.1/s"} {
+		assert.Contains(t, out, want)
+	}
+	// Attention order: NO TTL first, then EXPIRING.
+	assert.Less(t, strings.Index(out, "NO TTL"), strings.Index(out, "EXPIRING"))
+}
+
+func TestCountdownTicksOnlyWhileCounting(t *testing.T) {
+	m := newTestModel(t, Config{})
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "forever", Owner: "*", TTL: provider.NoExpiry}}, clock, 1)
+	_, cmd := m.Update(viewMsg{view: s.Build(m.query, clock)})
+	assert.False(t, m.ticking, "nothing counts down: no ticks")
+
+	s.Observe([]provider.Lock{{Key: "soon", Owner: "o", TTL: 10 * time.Second}}, clock, 1)
+	_, cmd = m.Update(viewMsg{view: s.Build(m.query, clock)})
+	assert.True(t, m.ticking)
+	require.NotNil(t, cmd)
+	before := screen(m)
+	m.common.Now = func() time.Time { return clock.Add(1500 * time.Millisecond) }
+	m.Update(tickMsg{})
+	assert.Contains(t, before, "10.0s")
+	assert.Contains(t, screen(m), "8.5s", "the TTL counts down between refreshes")
+}
+
+func TestHelpListsKeys(t *testing.T) {
+	m := newTestModel(t, Config{})
+	press(m, "?")
+	out := screen(m)
+	for _, want := range []string{"filter", "sort column", "reverse sort", "detail", "1-4", "esc",
+		"force-release", "release all of owner", "sample contention", "quit", "cost:", "owner:"} {
+		assert.Contains(t, out, want)
+	}
+	press(m, "x")
+	assert.NotContains(t, screen(m), "Notes", "any key closes the help")
+}
+
+func TestReadOnlyHidesMutations(t *testing.T) {
+	m := newTestModel(t, Config{ReadOnly: true})
+	connected(m)
+	feed(m, sampleStore())
+	out := screen(m)
+	assert.Contains(t, out, " RO ")
+	press(m, "?")
+	out = screen(m)
+	assert.NotContains(t, out, "force-release")
+	assert.NotContains(t, out, "release all")
+	press(m, "esc")
+	for _, k := range []string{"d", "D"} {
+		cmd := press(m, k)
+		assert.Nil(t, cmd, "%s does nothing in read-only mode", k)
+		assert.False(t, m.dialog.Active())
+		assert.Contains(t, screen(m), "read-only mode: releasing is disabled")
+		assert.Nil(t, press(m, "y"))
+	}
+	// Even a dialog opened some other way cannot release.
+	m.dialog.Open("x", nil, releaseReq{key: "cart:1", owner: "o"})
+	assert.Nil(t, press(m, "y"))
+}
+
+func TestForceReleaseDialog(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	// The first row is the NO TTL lock.
+	press(m, "d")
+	require.True(t, m.dialog.Active())
+	out := screen(m)
+	assert.Contains(t, out, "Force-release this lock?")
+	assert.Contains(t, out, "stuck:job")
+	assert.Contains(t, out, "owner  *")
+	assert.Contains(t, out, "compare-and-delete")
+	assert.Contains(t, out, "Not audited")
+
+	assert.Nil(t, press(m, "n"), "anything but y cancels")
+	assert.False(t, m.dialog.Active())
+	assert.Contains(t, screen(m), "cancelled")
+
+	press(m, "d")
+	assert.NotNil(t, press(m, "y"), "y runs the release")
+	assert.Contains(t, screen(m), "releasing stuck:job")
+}
+
+func TestReleaseResults(t *testing.T) {
+	m := newTestModel(t, Config{})
+	cases := []struct {
+		msg  releaseDoneMsg
+		want string
+	}{
+		{releaseDoneMsg{key: "k", owner: "a", released: true}, "released k (owner a)"},
+		{releaseDoneMsg{key: "k", owner: "a", nowOwner: "b"}, "not released: owner of k changed to b"},
+		{releaseDoneMsg{key: "k", owner: "a"}, "not released: k is already gone"},
+		{releaseDoneMsg{key: "k", owner: "a", released: true, auditErr: errors.New("disk full")}, "AUDIT FAILED for k: disk full"},
+	}
+	for _, c := range cases {
+		m.Update(c.msg)
+		assert.Contains(t, screen(m), c.want)
+	}
+	m.Update(releaseAllDoneMsg{owner: "svc", count: 3})
+	assert.Contains(t, screen(m), "released 3 locks of svc")
+}
+
+func TestReleaseAllDialogCountsTheOwnersLocks(t *testing.T) {
+	m := newTestModel(t, Config{Audit: &memorySink{}})
+	connected(m)
+	feed(m, sampleStore())
+	press(m, "2") // owners, most keys first
+	press(m, "D")
+	require.True(t, m.dialog.Active())
+	out := screen(m)
+	assert.Contains(t, out, "Release all 2 locks of this owner?")
+	assert.Contains(t, out, "execute:0b5a3c1e")
+	assert.Contains(t, out, "Audited as tester@host")
+	assert.NotNil(t, press(m, "y"))
+}
+
+func TestFilterSortAndViews(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := sampleStore()
+	feed(m, s)
+
+	press(m, "/", "c", "a", "r", "t")
+	assert.Equal(t, "cart", m.query.Filter, "typing filters at once")
+	assert.Contains(t, screen(m), "/cart")
+	press(m, "enter")
+	feed(m, s)
+	out := screen(m)
+	assert.Contains(t, out, "cart:1")
+	assert.NotContains(t, out, "order:7")
+	assert.Contains(t, out, "4 locks", "the status bar counts every lock")
+
+	press(m, "esc")
+	assert.Equal(t, "", m.query.Filter, "esc clears the filter")
+
+	press(m, "s")
+	assert.Equal(t, store.Sort{Column: store.LockByKey}, m.query.LockSort)
+	press(m, "S")
+	assert.Equal(t, store.Sort{Column: store.LockByKey, Reverse: true}, m.query.LockSort)
+	feed(m, s)
+	assert.Contains(t, screen(m), "KEY↑")
+
+	press(m, "tab")
+	assert.Equal(t, pageOwners, m.active)
+	press(m, "enter") // drill down into the first owner's locks
+	assert.Equal(t, pageLocks, m.active)
+	assert.Equal(t, "owner:=execute:0b5a3c1e-0000-4000-8000-000000000001", m.query.Filter)
+
+	press(m, "3")
+	assert.Equal(t, pageHot, m.active)
+	feed(m, s)
+	assert.Contains(t, screen(m), "cart:1")
+	press(m, "enter")
+	assert.Equal(t, pageDetail, m.active)
+	assert.Equal(t, "cart:1", m.query.Detail)
+	feed(m, s)
+	out = screen(m)
+	assert.Contains(t, out, "Owners seen")
+	assert.Contains(t, out, "1 waiting")
+	press(m, "esc")
+	assert.Equal(t, pageHot, m.active, "esc goes back")
+}
+
+func TestStaleWhenRedisGoesAway(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	m.lastGood = clock.Add(-12 * time.Second)
+	_, cmd := m.Update(heartbeatMsg{err: errors.New("dial tcp 127.0.0.1:6390: connect: connection refused")})
+	require.NotNil(t, cmd, "a retry is scheduled")
+	out := screen(m)
+	assert.Contains(t, out, "STALE 12s")
+	assert.Contains(t, out, "RECONNECTING in 0.5s")
+	assert.Contains(t, out, "connection refused")
+	assert.Contains(t, out, "cart:1", "the last data stays on screen")
+
+	_, cmd = m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Version: "7.0.15"}})
+	require.NotNil(t, cmd, "a refresh starts")
+	assert.True(t, m.scanning)
+	out = screen(m)
+	assert.NotContains(t, out, "RECONNECTING", "Redis answers")
+	assert.Contains(t, out, "STALE", "until the refresh is done")
+	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
+	assert.NotContains(t, screen(m), "STALE")
+}
+
+func TestTooSmall(t *testing.T) {
+	m := newTestModel(t, Config{})
+	m.Update(tea.WindowSizeMsg{Width: 30, Height: 8})
+	assert.Contains(t, screen(m), "terminal too small")
+}
+
+func TestQuit(t *testing.T) {
+	m := newTestModel(t, Config{})
+	for _, k := range []string{"q", "ctrl+c"} {
+		cmd := press(m, k)
+		require.NotNil(t, cmd)
+		assert.Equal(t, tea.QuitMsg{}, cmd(), "%s quits", k)
+	}
+}
+
+func TestRendersOnlyVisibleRows(t *testing.T) {
+	m := newTestModel(t, Config{})
+	s := store.New()
+	locks := make([]provider.Lock, 20000)
+	for i := range locks {
+		locks[i] = provider.Lock{Key: fmt.Sprintf("k:%06d", i), Owner: "o", TTL: time.Minute}
+	}
+	s.Observe(locks, clock, 1)
+	connected(m)
+	press(m, "s") // by key
+	feed(m, s)
+	out := screen(m)
+	assert.Len(t, lines(out), 24)
+	assert.Contains(t, out, "k:000000")
+	assert.Contains(t, out, "20,000 locks")
+	press(m, "G")
+	assert.Contains(t, screen(m), "k:019999")
+}

@@ -1,0 +1,77 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrReadOnly is returned for a command the read-only console refuses to send.
+var ErrReadOnly = errors.New("tui: read-only mode refuses to send a write command")
+
+// readCommands are the only commands a read-only console sends (an allowlist: anything else,
+// including every write, is refused). CONFIG, CLIENT and CLUSTER are checked by sub-command.
+var readCommands = map[string]bool{
+	"scan": true, "get": true, "pttl": true, "ttl": true, "type": true, "exists": true,
+	"mget": true, "strlen": true, "dbsize": true, "ping": true, "info": true, "echo": true,
+	"hello": true, "auth": true, "select": true, "readonly": true, "command": true,
+	"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true,
+	"ssubscribe": true, "sunsubscribe": true, "quit": true, "time": true,
+}
+
+// IsReadCommand reports whether a read-only console may send cmd.
+func IsReadCommand(cmd redis.Cmder) bool {
+	name := strings.ToLower(cmd.Name())
+	args := cmd.Args()
+	sub := ""
+	if len(args) > 1 {
+		sub = strings.ToLower(fmt.Sprint(args[1]))
+	}
+	switch name {
+	case "config":
+		return sub == "get"
+	case "cluster":
+		return sub == "slots" || sub == "shards" || sub == "nodes" || sub == "info"
+	case "client":
+		return sub == "setinfo" || sub == "setname" || sub == "getname" || sub == "id" || sub == "info"
+	}
+	return readCommands[name]
+}
+
+// readOnlyHook refuses every command that is not a read: the defence in depth behind the
+// disabled keys of read-only mode.
+type readOnlyHook struct{}
+
+// DialHook passes dials through.
+func (readOnlyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+// ProcessHook refuses a single command that is not a read.
+func (readOnlyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !IsReadCommand(cmd) {
+			err := fmt.Errorf("%w: %s", ErrReadOnly, cmd.Name())
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// ProcessPipelineHook refuses a whole pipeline that holds a command that is not a read.
+func (readOnlyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if !IsReadCommand(cmd) {
+				err := fmt.Errorf("%w: %s", ErrReadOnly, cmd.Name())
+				for _, c := range cmds {
+					c.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
+}

@@ -1,0 +1,124 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Keyspace tuning.
+const (
+	// keyspaceMaxPending bounds the keys waiting for a targeted read; beyond it the console
+	// stops collecting and asks for a full refresh instead.
+	keyspaceMaxPending = 10000
+	// keyspaceCoalesce is how long a targeted read waits for more notifications to batch.
+	keyspaceCoalesce = 100 * time.Millisecond
+	// KeyspaceReadBatch is the most keys one targeted read takes (two commands each).
+	KeyspaceReadBatch = 500
+)
+
+// Keyspace collects the keys named by keyspace notifications (PSUBSCRIBE
+// __keyspace@<db>__:<namespace>*) until the console reads them.
+type Keyspace struct {
+	ps     *redis.PubSub
+	prefix string // channel prefix to strip: "__keyspace@0__:" + namespace
+
+	mu       sync.Mutex
+	pending  map[string]struct{}
+	overflow bool
+	wake     chan struct{}
+	done     chan struct{}
+	closing  sync.Once
+}
+
+// SubscribeKeyspace subscribes to the keyspace notifications of the namespace in db and
+// returns once Redis confirmed. Close it when done.
+func (s *Source) SubscribeKeyspace(ctx context.Context, db int) (*Keyspace, error) {
+	prefix := "__keyspace@" + strconv.Itoa(db) + "__:"
+	pattern := prefix + globEscape(s.ns) + "*"
+	ps := s.client.PSubscribe(ctx, pattern)
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return nil, fmt.Errorf("psubscribe %q: %w", pattern, err)
+	}
+	k := &Keyspace{
+		ps:      ps,
+		prefix:  prefix + s.ns,
+		pending: map[string]struct{}{},
+		wake:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+	}
+	go k.run(ps.Channel(redis.WithChannelSize(1024)))
+	return k, nil
+}
+
+func (k *Keyspace) run(ch <-chan *redis.Message) {
+	defer close(k.done)
+	for msg := range ch {
+		key, ok := strings.CutPrefix(msg.Channel, k.prefix)
+		if !ok {
+			continue
+		}
+		k.mu.Lock()
+		if len(k.pending) < keyspaceMaxPending {
+			k.pending[key] = struct{}{}
+		} else {
+			k.overflow = true
+		}
+		k.mu.Unlock()
+		select {
+		case k.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Next waits until some keys were notified (or ctx ends), lets more notifications gather for
+// a moment, and returns up to max of them. overflow is true when notifications came faster
+// than the console reads them and were dropped: a full refresh is due.
+func (k *Keyspace) Next(ctx context.Context, max int) (keys []string, overflow bool, err error) {
+	for {
+		k.mu.Lock()
+		n := len(k.pending)
+		k.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		case <-k.done:
+			return nil, false, fmt.Errorf("keyspace notifications: subscription closed")
+		case <-k.wake:
+		}
+	}
+	t := time.NewTimer(keyspaceCoalesce)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return nil, false, ctx.Err()
+	case <-t.C:
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key := range k.pending {
+		if len(keys) == max {
+			break
+		}
+		keys = append(keys, key)
+		delete(k.pending, key)
+	}
+	overflow, k.overflow = k.overflow, false
+	return keys, overflow, nil
+}
+
+// Close unsubscribes and waits for the reader to end.
+func (k *Keyspace) Close() {
+	k.closing.Do(func() { _ = k.ps.Close() })
+	<-k.done
+}

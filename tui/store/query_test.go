@@ -1,0 +1,159 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/store"
+)
+
+var filterTests = []struct {
+	filter string
+	want   []string
+}{
+	{"", []string{"cart:1", "cart:2", "Order:10", "order:2", "stuck"}},
+	{"cart", []string{"cart:1", "cart:2"}},
+	{"ORDER", []string{"Order:10", "order:2"}},
+	{"order:?", []string{"order:2"}},
+	{"order:*", []string{"Order:10", "order:2"}},
+	{"*:[12]", []string{"cart:1", "cart:2", "order:2"}},
+	{"*:[^1]", []string{"cart:2", "order:2"}},
+	{"c*1", []string{"cart:1"}},
+	{"owner:execute:", []string{"cart:1", "cart:2"}},
+	{"owner:*", []string{"cart:1", "cart:2", "Order:10", "order:2", "stuck"}},
+	{`owner:\*`, []string{"stuck"}},
+	{"owner:=*", []string{"stuck"}},
+	{"owner:=svc", nil},
+	{"=order:2", []string{"order:2"}},
+	{"OWNER: svc-*", []string{"Order:10", "order:2"}},
+	{"nothing", nil},
+}
+
+func filterStore() *store.Store {
+	s := store.New()
+	s.Observe([]provider.Lock{
+		lock("cart:1", "execute:1111", 30*time.Second),
+		lock("cart:2", "execute:2222", 40*time.Second),
+		lock("Order:10", "svc-a", 50*time.Second),
+		lock("order:2", "svc-b", 60*time.Second),
+		lock("stuck", "*", provider.NoExpiry),
+	}, t0, 1)
+	return s
+}
+
+func TestFilter(t *testing.T) {
+	s := filterStore()
+	for _, tt := range filterTests {
+		t.Run(tt.filter, func(t *testing.T) {
+			v := s.Build(store.Query{Filter: tt.filter, LockSort: store.Sort{Column: store.LockByKey}}, t0)
+			var got []string
+			for _, e := range v.Locks {
+				got = append(got, e.Key)
+			}
+			// Key order is byte order: upper case first.
+			assert.ElementsMatch(t, tt.want, got, "filter %q", tt.filter)
+			assert.Equal(t, 5, v.Total, "Total counts the unfiltered locks")
+		})
+	}
+}
+
+func TestGlobSyntax(t *testing.T) {
+	cases := []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"a*", "abc", true}, {"*c", "abc", true}, {"a?c", "abc", true}, {"a?c", "ac", false},
+		{"[a-c]x", "bx", true}, {"[a-c]x", "dx", false}, {"[^a]x", "ax", false}, {`a\*`, "a*", true},
+		{`a\*`, "ab", false}, {"a[", "a[", true}, {"*:*:*", "a:b:c", true}, {"a**b", "ab", true},
+	}
+	for _, c := range cases {
+		f := store.ParseFilter(c.pattern)
+		if got := f.MatchKey(c.s); got != c.want {
+			t.Errorf("glob %q on %q = %v, want %v", c.pattern, c.s, got, c.want)
+		}
+	}
+}
+
+func keysOf(v *store.View) []string {
+	var out []string
+	for _, e := range v.Locks {
+		out = append(out, e.Key)
+	}
+	return out
+}
+
+func TestLockSort(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{
+		lock("b-held", "o2", 60*time.Second),
+		lock("a-expiring", "o1", 4*time.Second),
+		lock("c-nottl", "o3", provider.NoExpiry),
+		lock("d-held", "o1", 90*time.Second),
+	}, t0, 1)
+	s.Observe([]provider.Lock{lock("e-new", "o0", 30*time.Second)}, t0.Add(time.Second), 0)
+	now := t0.Add(time.Second)
+	cases := []struct {
+		sort store.Sort
+		want []string
+	}{
+		{store.Sort{}, []string{"c-nottl", "a-expiring", "b-held", "d-held", "e-new"}},
+		{store.Sort{Column: store.LockByKey}, []string{"a-expiring", "b-held", "c-nottl", "d-held", "e-new"}},
+		{store.Sort{Column: store.LockByKey, Reverse: true}, []string{"e-new", "d-held", "c-nottl", "b-held", "a-expiring"}},
+		{store.Sort{Column: store.LockByOwner}, []string{"e-new", "a-expiring", "d-held", "b-held", "c-nottl"}},
+		{store.Sort{Column: store.LockByTTL}, []string{"a-expiring", "e-new", "b-held", "d-held", "c-nottl"}},
+		{store.Sort{Column: store.LockByHeld}, []string{"a-expiring", "b-held", "c-nottl", "d-held", "e-new"}},
+	}
+	for _, c := range cases {
+		v := s.Build(store.Query{LockSort: c.sort}, now)
+		assert.Equal(t, c.want, keysOf(v), "sort %+v", c.sort)
+	}
+	v := s.Build(store.Query{LockSort: store.Sort{Column: store.LockByKey}}, now)
+	assert.Equal(t, 2, v.Index("c-nottl"))
+	assert.Equal(t, -1, v.Index("missing"))
+}
+
+func TestSortByContention(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{lock("a", "o", time.Minute), lock("b", "o", time.Minute), lock("c", "o", time.Minute)}, t0, 1)
+	for i := 0; i < 3; i++ {
+		s.Event(store.Event{Kind: provider.EventWaiting, Key: "c", Owner: "w", Time: t0})
+	}
+	s.Event(store.Event{Kind: provider.EventWaiting, Key: "b", Owner: "w", Time: t0})
+	v := s.Build(store.Query{LockSort: store.Sort{Column: store.LockByContention}}, t0)
+	assert.Equal(t, []string{"c", "b", "a"}, keysOf(v))
+}
+
+func TestOwners(t *testing.T) {
+	s := filterStore()
+	s.Observe([]provider.Lock{lock("cart:3", "execute:1111", time.Minute)}, t0.Add(time.Second), 0)
+	s.Observe([]provider.Lock{{Key: "list", Foreign: true, TTL: provider.NoExpiry}}, t0, 0)
+	v := s.Build(store.Query{}, t0.Add(2*time.Second))
+	require.Len(t, v.Owners, 5, "a foreign key has no owner")
+	first := v.Owners[0]
+	assert.Equal(t, "execute:1111", first.Owner)
+	assert.Equal(t, 2, first.Keys)
+	assert.Equal(t, "execute", first.Kind)
+	assert.Equal(t, "cart:1", first.OldestKey)
+	assert.Equal(t, t0, first.Oldest)
+	assert.Equal(t, 2, v.OwnerKeys["execute:1111"])
+	kinds := map[string]string{}
+	for _, o := range v.Owners {
+		kinds[o.Owner] = o.Kind
+	}
+	assert.Equal(t, map[string]string{"execute:1111": "execute", "execute:2222": "execute",
+		"svc-a": "named", "svc-b": "named", "*": "anonymous"}, kinds)
+
+	v = s.Build(store.Query{Filter: "owner:svc", OwnerSort: store.Sort{Column: store.OwnerByOwner, Reverse: true}}, t0)
+	require.Len(t, v.Owners, 2)
+	assert.Equal(t, "svc-b", v.Owners[0].Owner)
+	assert.Equal(t, 1, v.OwnerKeys["*"], "OwnerKeys ignores the filter: it is what release-all takes")
+}
+
+func TestSortNext(t *testing.T) {
+	s := store.Sort{Column: store.LockByContention, Reverse: true}
+	assert.Equal(t, store.Sort{Column: store.LockByState}, s.Next(len(store.LockColumns)))
+}

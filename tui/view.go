@@ -1,0 +1,192 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/locktui/locktui/tui/common"
+	"github.com/locktui/locktui/tui/components/help"
+	"github.com/locktui/locktui/tui/components/statusbar"
+	"github.com/locktui/locktui/tui/source"
+)
+
+// chromeLines are the lines around the page: the tabs, the footer and two status lines.
+const chromeLines = 4
+
+// Minimum usable size.
+const (
+	minWidth  = 40
+	minHeight = 10
+)
+
+// View renders the screen. Only the root returns a tea.View; it sets the alternate screen.
+func (m *model) View() tea.View {
+	v := tea.NewView(m.render())
+	v.AltScreen = true
+	v.WindowTitle = "locktui " + m.cfg.Namespace
+	return v
+}
+
+func (m *model) render() string {
+	w, h := m.common.Width, m.common.Height
+	if w == 0 || h == 0 {
+		return "starting…"
+	}
+	if w < minWidth || h < minHeight {
+		return fmt.Sprintf("terminal too small: %d×%d, need %d×%d", w, h, minWidth, minHeight)
+	}
+	body := h - chromeLines
+	var page string
+	switch {
+	case m.showHelp:
+		page = help.View(m.common, m.common.Keys, m.costLines(), w, body)
+	case m.dialog.Active():
+		page = m.dialog.View()
+	default:
+		page = m.pages[m.active].View()
+	}
+	page = lipgloss.NewStyle().Height(body).MaxHeight(body).Render(page)
+	return strings.Join([]string{m.tabs(), page, m.footer(), statusbar.Render(m.common, m.status())}, "\n")
+}
+
+// tabs renders the first line: the views, the filter and the sort.
+func (m *model) tabs() string {
+	st := m.common.Styles
+	parts := []string{st.Title.Render("locktui")}
+	for i, name := range pageNames {
+		label := fmt.Sprintf("%d %s", i+1, name)
+		if page(i) == m.active {
+			parts = append(parts, st.ActiveTab.Render(label))
+		} else {
+			parts = append(parts, st.Tab.Render(label))
+		}
+	}
+	left := strings.Join(parts, "  ")
+	var right []string
+	if m.cfg.ReadOnly {
+		right = append(right, st.Badge.Render(" RO "))
+	}
+	if m.query.Filter != "" && !m.editing {
+		right = append(right, st.Info.Render("/"+m.query.Filter))
+	}
+	r := strings.Join(right, " ")
+	gap := m.common.Width - lipgloss.Width(left) - lipgloss.Width(r)
+	if gap < 1 {
+		return common.Truncate(left+" "+r, m.common.Width)
+	}
+	return left + strings.Repeat(" ", gap) + r
+}
+
+// footer is the filter being typed, else the latest notice, else the short help.
+func (m *model) footer() string {
+	st := m.common.Styles
+	w := m.common.Width
+	switch {
+	case m.editing:
+		return m.filter.View(w)
+	case m.notice.text != "" && (m.notice.until.IsZero() || m.common.Now().Before(m.notice.until)):
+		if m.notice.err {
+			return st.Error.Render(common.Truncate(m.notice.text, w))
+		}
+		return st.OK.Render(common.Truncate(m.notice.text, w))
+	case m.dialog.Active():
+		return ""
+	}
+	return common.Truncate(help.Short(m.common, footerKeys{m.common.Keys, m.pages[m.active]}, w), w)
+}
+
+// status gathers what the status bar says.
+func (m *model) status() statusbar.Status {
+	s := statusbar.Status{
+		URL:       m.cfg.URL,
+		DB:        m.conn.info.DB,
+		Namespace: m.cfg.Namespace,
+		Version:   m.conn.info.Version,
+		Latency:   m.conn.latency,
+		Loaded:    m.loaded && m.view != nil,
+		Refresh:   m.refreshMode(),
+		ReadOnly:  m.cfg.ReadOnly,
+	}
+	if s.URL == "" {
+		s.URL = "redis"
+	}
+	if m.view != nil {
+		s.Locks = m.view.Total
+	}
+	switch {
+	case m.cfg.NoEvents && m.cfg.Events == nil:
+		s.Events = "no events"
+	case m.eventsOn:
+		s.Events = "events"
+	case m.eventsErr != nil:
+		s.Events = "no events"
+	}
+	s.Stale, s.Age = m.stale()
+	if m.conn.down {
+		s.Reconnecting = true
+		s.RetryIn = max(m.conn.retryAt.Sub(m.common.Now()), 0)
+	}
+	if m.sampler != nil {
+		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(m.sampleStats.Left),
+			common.Count(m.sampler.Cost()))
+		if m.sampleStats.ScriptCallsPerSec > 0 {
+			s.Sampling += fmt.Sprintf(", %.0f script calls/s", m.sampleStats.ScriptCallsPerSec)
+		}
+	}
+	return s
+}
+
+// refreshMode says how the table is refreshed: "poll 1s", "keyspace events + poll 5s", and
+// when the budget stretched the interval, "poll 10s (budget 20,000/s)".
+func (m *model) refreshMode() string {
+	interval := m.pollInterval()
+	mode := "poll " + common.Duration(interval)
+	if m.keyspaceOn {
+		mode = "keyspace events + " + mode
+	}
+	base := m.cfg.Refresh
+	if m.keyspaceOn {
+		base = m.cfg.KeyspacePoll
+	}
+	if interval > base && m.src.Budget() > 0 {
+		mode += fmt.Sprintf(" (budget %s/s)", common.Count(m.src.Budget()))
+	}
+	return mode
+}
+
+// costLines state the console's Redis cost for the help screen.
+func (m *model) costLines() []string {
+	budget := "unlimited"
+	if b := m.src.Budget(); b > 0 {
+		budget = common.Count(b) + "/s"
+	}
+	n := 0
+	if m.view != nil {
+		n = m.view.Total
+	}
+	batches := (n + source.ScanCount - 1) / source.ScanCount
+	return []string{
+		fmt.Sprintf("cost: N locks = ceil(N/%d) SCAN + N GET + N PTTL in ceil(N/%d)+1 round trips",
+			source.ScanCount, source.ScanCount),
+		fmt.Sprintf("  now %s locks = %s commands/refresh · cap %s · PING 1/s · c costs extra",
+			common.Count(n), common.Count(batches+2*n), budget),
+	}
+}
+
+// footerKeys is the footer's short help: help and quit, then the active page's keys.
+type footerKeys struct {
+	km   *common.KeyMap
+	page interface{ ShortHelp() []key.Binding }
+}
+
+// ShortHelp lists the footer's keys.
+func (f footerKeys) ShortHelp() []key.Binding {
+	return append([]key.Binding{f.km.Help, f.km.Quit}, f.page.ShortHelp()...)
+}
+
+// FullHelp lists the footer's keys.
+func (f footerKeys) FullHelp() [][]key.Binding { return [][]key.Binding{f.ShortHelp()} }
