@@ -1,0 +1,155 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/locktui/locktui/bridge"
+	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/redisconn"
+)
+
+// Defaults of the flags that are not the bridge package's.
+const (
+	defaultListen          = "127.0.0.1:7420"
+	defaultShutdownTimeout = 10 * time.Second
+)
+
+// options are the parsed and validated flags.
+type options struct {
+	listen          string
+	redisURL        string
+	redisTLS        redisconn.TLSFiles
+	namespace       string
+	tokens          []bridge.Token
+	insecure        bool
+	tlsCert         string
+	tlsKey          string
+	origins         []string
+	limits          bridge.Limits
+	events          bool
+	logFormat       string
+	logLevel        slog.Level
+	shutdownTimeout time.Duration
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// errUsage marks an error of the command line (exit status 2).
+var errUsage = errors.New("usage")
+
+func usageErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}
+
+const usageHeader = `bridge serves the locktui lock provider over WebSocket (protocol: docs/bridge-protocol.md).
+
+Usage: bridge --token TOKEN [flags]
+
+Tokens: --token TOKEN or --token TOKEN:OWNER-PREFIX (repeatable), or BRIDGE_TOKEN=TOKEN[,TOKEN…]
+(preferred: command lines are visible to other users). A token with an owner prefix may only
+acquire and release owners that start with it; its leases are always allowed.
+
+Flags:
+`
+
+// parseFlags parses args; getenv supplies REDIS_URL and BRIDGE_TOKEN. It returns flag.ErrHelp
+// for -h, and an error wrapping errUsage for any bad flag or value.
+func parseFlags(args []string, getenv func(string) string, usage io.Writer) (options, error) {
+	var o options
+	var tokens, origins stringList
+	var logLevel string
+	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {} // errors are reported in one line by the caller; -h prints below
+	redisDefault := getenv("REDIS_URL")
+	if redisDefault == "" {
+		redisDefault = redisconn.DefaultURL
+	}
+	fs.StringVar(&o.listen, "listen", defaultListen, "`host:port` to listen on")
+	fs.StringVar(&o.redisURL, "redis", redisDefault, "Redis `URL`; $REDIS_URL when set")
+	fs.StringVar(&o.redisTLS.CA, "redis-tls-ca", "", "CA bundle (`PEM`) for rediss:// URLs")
+	fs.StringVar(&o.redisTLS.Cert, "redis-tls-cert", "", "client certificate (`PEM`) for rediss:// URLs")
+	fs.StringVar(&o.redisTLS.Key, "redis-tls-key", "", "client key (`PEM`) for rediss:// URLs")
+	fs.StringVar(&o.namespace, "namespace", provider.DefaultNamespace, "lock key `prefix`")
+	fs.Var(&tokens, "token", "accepted bearer `token`, or TOKEN:OWNER-PREFIX (repeatable)")
+	fs.BoolVar(&o.insecure, "insecure", false, "accept clients without a token (loopback --listen only)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS (wss://) with this certificate `PEM` (with --tls-key)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "private key `PEM` of --tls-cert")
+	fs.Var(&origins, "allow-origin", "browser `origin` allowed to connect, e.g. https://admin.example (repeatable)")
+	fs.IntVar(&o.limits.MaxFrameBytes, "max-frame-bytes", bridge.DefaultMaxFrameBytes, "largest frame a client may send")
+	fs.IntVar(&o.limits.MaxKeys, "max-keys", bridge.DefaultMaxKeys, "most keys in one request")
+	fs.IntVar(&o.limits.MaxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "most requests in flight per connection")
+	fs.IntVar(&o.limits.MaxLeases, "max-leases", bridge.DefaultMaxLeases, "most leases held per connection")
+	fs.BoolVar(&o.events, "events", true, "publish lock events on Redis pub/sub for the console")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound of the graceful shutdown")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(usage, usageHeader)
+			fs.SetOutput(usage)
+			fs.PrintDefaults()
+			return o, err
+		}
+		return o, usageErrorf("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return o, usageErrorf("unexpected argument %q", fs.Arg(0))
+	}
+	envTokens, err := bridge.ParseTokenList(getenv("BRIDGE_TOKEN"))
+	if err != nil {
+		return o, usageErrorf("BRIDGE_TOKEN: %s", message(err))
+	}
+	for _, s := range tokens {
+		t, err := bridge.ParseToken(s)
+		if err != nil {
+			return o, usageErrorf("--token: %s", message(err))
+		}
+		o.tokens = append(o.tokens, t)
+	}
+	o.tokens = append(o.tokens, envTokens...)
+	o.origins = origins
+	return o, o.validate(logLevel)
+}
+
+// validate checks the values flag parsing cannot.
+func (o *options) validate(logLevel string) error {
+	if err := bridge.CheckListen(o.listen, o.insecure); err != nil {
+		return usageErrorf("%v", err)
+	}
+	if len(o.tokens) == 0 && !o.insecure {
+		return usageErrorf("no token: give --token TOKEN or set BRIDGE_TOKEN (or --insecure on a loopback --listen)")
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return usageErrorf("--tls-cert and --tls-key go together")
+	}
+	if o.namespace == "" {
+		return usageErrorf("--namespace must not be empty")
+	}
+	if o.logFormat != "text" && o.logFormat != "json" {
+		return usageErrorf("--log-format must be text or json, not %q", o.logFormat)
+	}
+	if err := o.logLevel.UnmarshalText([]byte(logLevel)); err != nil {
+		return usageErrorf("--log-level must be debug, info, warn or error, not %q", logLevel)
+	}
+	for name, v := range map[string]int{"--max-frame-bytes": o.limits.MaxFrameBytes, "--max-keys": o.limits.MaxKeys,
+		"--max-in-flight": o.limits.MaxInFlight, "--max-leases": o.limits.MaxLeases} {
+		if v <= 0 {
+			return usageErrorf("%s must be positive, not %d", name, v)
+		}
+	}
+	if o.shutdownTimeout <= 0 {
+		return usageErrorf("--shutdown-timeout must be positive")
+	}
+	return nil
+}

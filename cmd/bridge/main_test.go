@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/locktui/locktui/bridge"
+	"github.com/locktui/locktui/internal/redistest"
+)
+
+// bin is the bridge binary built once for the package.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "bridge-cmd-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "bridge")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the bridge: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+const (
+	token = "cmd-test-token-0123456789"
+	wait  = 10 * time.Second
+	tick  = 10 * time.Millisecond
+)
+
+// lockedBuffer collects a process's output while it runs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// command runs the binary with a clean environment (no BRIDGE_TOKEN or REDIS_URL from outside).
+func command(args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	return cmd
+}
+
+func TestBadCommandLinesFailWithOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		status int
+		want   string
+	}{
+		{[]string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"--token", token, "extra"}, 2, `unexpected argument "extra"`},
+		{nil, 2, "no token: give --token TOKEN or set BRIDGE_TOKEN"},
+		{[]string{"--token", ":prefix"}, 2, "--token: bad token: empty token"},
+		{[]string{"--insecure", "--listen", "0.0.0.0:7420"}, 2, "--insecure is only allowed on a loopback address"},
+		{[]string{"--token", token, "--listen", "7420"}, 2, `bad listen address "7420"`},
+		{[]string{"--token", token, "--log-format", "xml"}, 2, `--log-format must be text or json, not "xml"`},
+		{[]string{"--token", token, "--log-level", "loud"}, 2, `--log-level must be debug, info, warn or error, not "loud"`},
+		{[]string{"--token", token, "--max-keys", "0"}, 2, "--max-keys must be positive, not 0"},
+		{[]string{"--token", token, "--tls-cert", "cert.pem"}, 2, "--tls-cert and --tls-key go together"},
+		{[]string{"--token", token, "--redis", "http://localhost:6379"}, 1, "bad Redis URL"},
+		{[]string{"--token", token, "--tls-cert", "missing.pem", "--tls-key", "missing.pem"}, 1, "load --tls-cert/--tls-key"},
+	} {
+		cmd := command(tc.args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		require.True(t, errors.As(err, &exit), "bridge %v: %v", tc.args, err)
+		require.Equal(t, tc.status, exit.ExitCode(), "bridge %v: %s", tc.args, stderr.String())
+		require.Empty(t, stdout.String())
+		out := stderr.String()
+		require.Equal(t, 1, strings.Count(out, "\n"), "bridge %v printed more than one line: %s", tc.args, out)
+		require.True(t, strings.HasPrefix(out, "bridge: "), out)
+		require.Contains(t, out, tc.want, "bridge %v", tc.args)
+	}
+}
+
+func TestHelpGoesToStdout(t *testing.T) {
+	out, err := command("-h").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), "Usage: bridge --token TOKEN")
+	require.Contains(t, string(out), "-allow-origin")
+}
+
+func TestSIGTERMReleasesLeasesAndExitsCleanly(t *testing.T) {
+	rs := redistest.Start(t)
+	rdb := rs.Client(t)
+	cmd := command("--listen", "127.0.0.1:0", "--redis", rs.URL, "--token", token, "--log-format", "json")
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	var exitErr error
+	go func() {
+		exitErr = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // fails harmlessly once it has exited
+		<-exited
+	})
+
+	var addr string
+	require.Eventually(t, func() bool {
+		addr = listenAddr(stderr.String())
+		return addr != ""
+	}, wait, tick, "no listening line in: %s", stderr.String())
+
+	d := websocket.Dialer{HandshakeTimeout: wait, Subprotocols: []string{bridge.Subprotocol}}
+	ws, resp, err := d.Dial("ws://"+addr+"/ws", http.Header{"Authorization": {"Bearer " + token}})
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	defer ws.Close()
+	require.NoError(t, ws.SetReadDeadline(time.Now().Add(wait)))
+	_, _, err = ws.ReadMessage() // welcome
+	require.NoError(t, err)
+	require.NoError(t, ws.WriteJSON(map[string]any{"id": 1, "op": "lease", "keys": []string{"k"}}))
+	var reply struct {
+		OK     bool              `json:"ok"`
+		Result map[string]string `json:"result"`
+	}
+	require.NoError(t, ws.ReadJSON(&reply))
+	require.True(t, reply.OK)
+	require.Equal(t, reply.Result["owner"], rdb.Get(context.Background(), "medusa_lock:k").Val())
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	_, _, err = ws.ReadMessage()
+	require.True(t, websocket.IsCloseError(err, websocket.CloseGoingAway), "want a 1001 close, got %v", err)
+	require.Zero(t, rdb.Exists(context.Background(), "medusa_lock:k").Val(), "the lease is released before the close")
+	select {
+	case <-exited:
+		require.NoError(t, exitErr, "exit status; log: %s", stderr.String())
+	case <-time.After(wait):
+		t.Fatalf("the bridge did not exit after SIGTERM; log: %s", stderr.String())
+	}
+	require.Contains(t, stderr.String(), `"msg":"stopped"`)
+}
+
+// listenAddr finds the address in the JSON "listening" log line.
+func listenAddr(log string) string {
+	dec := json.NewDecoder(strings.NewReader(log))
+	for {
+		var line struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if dec.Decode(&line) != nil {
+			return "" // the end, or a line still being written: the caller tries again
+		}
+		if line.Msg == "listening" {
+			return line.Addr
+		}
+	}
+}
