@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/internal/console"
 )
 
 func main() {
@@ -22,9 +23,10 @@ func main() {
 		Stderr:  os.Stderr,
 		Getenv:  os.Getenv,
 		Version: version(),
-		// Console and Demo (the tui package) and NewObserver (the events publisher) are
-		// wired here once those packages exist; until then locktui without a command prints
-		// the usage and demo reports that it is unavailable.
+
+		Console:     console.Open,
+		Demo:        console.Demo,
+		NewObserver: console.NewObserver,
 	}
 	os.Exit(app.Run(context.Background(), os.Args[1:]))
 }
