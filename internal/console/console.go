@@ -76,11 +76,10 @@ func Demo(ctx context.Context, cfg cli.ConsoleConfig) error {
 		defer fmt.Fprintf(os.Stderr, "locktui demo: audit trail of this session: %s\n", cfg.AuditLog)
 	}
 	cfg.URL = srv.URL()
-	label := fmt.Sprintf("demo %s %s", srv.Kind(), srv.Addr())
 	if w := srv.Warning(); w != "" {
 		fmt.Fprintf(os.Stderr, "locktui demo: %s\n", w)
 	}
-	return run(ctx, cfg, client, label)
+	return run(ctx, cfg, client, srv.URL())
 }
 
 // run opens the audit sinks and the event publisher and shows the console.
