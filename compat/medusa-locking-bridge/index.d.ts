@@ -1,0 +1,122 @@
+// Types of @locktui/medusa-locking-bridge. The provider methods match ILockingProvider of
+// @medusajs/types 2.21.2, so the provider can stand in for @medusajs/locking-redis.
+
+/** A logger such as Medusa's; every method is optional. */
+export interface BridgeLogger {
+  info?(message: string): void
+  warn?(message: string): void
+  error?(message: string): void
+  debug?(message: string): void
+}
+
+/** Options of the provider: medusa-config `providers[].options`, or createBridgeLockingProvider's. */
+export interface BridgeLockingOptions {
+  /** The bridge's WebSocket endpoint: ws://, wss://, http:// or https://; the path defaults to /ws. */
+  url: string
+  /** Bearer token the bridge accepts (BRIDGE_TOKEN / --token). Omit only for an --insecure bridge. */
+  token?: string
+  /**
+   * Seconds execute() waits for its keys when the call gives no timeout. Default: the Locking
+   * module option of the same name (where stock reads it), else 5.
+   */
+  waitLockingTimeout?: number
+  /**
+   * Milliseconds a call made while disconnected waits for the connection: acquire without
+   * awaitQueue, release and releaseAll. execute waits up to its own timeout and acquire with
+   * awaitQueue as long as it takes. Default 3000.
+   */
+  connectTimeoutMs?: number
+  /** Milliseconds allowed for the WebSocket handshake and the bridge's welcome. Default 10000. */
+  handshakeTimeoutMs?: number
+  /** First reconnect delay in milliseconds (doubled per failed attempt, jittered 50–100 %). Default 100. */
+  reconnectMinDelayMs?: number
+  /** Cap of the reconnect delay in milliseconds. Default 5000. */
+  reconnectMaxDelayMs?: number
+  /** Milliseconds between client pings; two unanswered intervals drop the connection. Default 15000. */
+  heartbeatIntervalMs?: number
+  /** Extra options for the `ws` WebSocket client (for example `ca` for a private TLS CA). */
+  wsOptions?: Record<string, unknown>
+  /** Logger for connection events and lost leases (createBridgeLockingProvider only; Medusa passes its own). */
+  logger?: BridgeLogger
+}
+
+/** Arguments of execute, as ILockingProvider's. */
+export interface ExecuteArgs {
+  /** Seconds to wait for every key; max(timeout ?? waitLockingTimeout, 1), NaN counts as 1. */
+  timeout?: number
+  /** Seconds of the lease renewed while the job runs; max(expire ?? 60, 1), NaN counts as 60, rounded up. */
+  expire?: number
+}
+
+/** Arguments of acquire, as ILockingProvider's (the Locking module passes awaitQueue through). */
+export interface AcquireArgs {
+  /** Owner of the locks; null or undefined means the anonymous owner "*". */
+  ownerId?: string | null
+  /** TTL in seconds when truthy (at least 1, rounded up); otherwise the lock does not expire. */
+  expire?: number
+  /** Wait until every key is free (no deadline, as stock) instead of failing at once. */
+  awaitQueue?: boolean
+  [key: string]: unknown
+}
+
+/** Arguments of release and releaseAll. */
+export interface ReleaseArgs {
+  /** Owner whose locks are released; null or undefined means "*". */
+  ownerId?: string | null
+  [key: string]: unknown
+}
+
+/**
+ * Error thrown by the provider: a MedusaError when @medusajs/framework is installed, else an
+ * Error with the same `type` and `message`. Lock conflicts have type "conflict" and stock's
+ * messages; connection problems have type "unexpected_state" (or "unauthorized") and a
+ * `bridgeCode`: "not_connected", "connection_lost", "closed", "unauthorized", ….
+ */
+export interface BridgeLockingError extends Error {
+  type: string
+  bridgeCode?: string
+}
+
+/** A Medusa locking provider backed by a locktui bridge. */
+export declare class BridgeLockingProvider {
+  static identifier: "locking-bridge"
+  static validateOptions(options: BridgeLockingOptions): void
+  constructor(cradle: Record<string, unknown>, moduleOptions?: Record<string, unknown>, moduleDeclaration?: unknown)
+  /** Seconds execute waits for its keys by default. */
+  waitLockingTimeout: number
+  execute<T>(keys: string | string[], job: (signal?: AbortSignal) => Promise<T>, args?: ExecuteArgs, sharedContext?: unknown): Promise<T>
+  acquire(keys: string | string[], args?: AcquireArgs, sharedContext?: unknown): Promise<void>
+  release(keys: string | string[], args?: ReleaseArgs, sharedContext?: unknown): Promise<boolean>
+  releaseAll(args?: ReleaseArgs, sharedContext?: unknown): Promise<void>
+  /** Resolves once connected; rejects after timeoutMs (default connectTimeoutMs) or on a refused token. */
+  ready(timeoutMs?: number): Promise<void>
+  /** Closes the connection: pending calls reject, running jobs' signals abort, no more reconnects. */
+  close(): Promise<void>
+  /** Alias of close(). */
+  shutdown(): Promise<void>
+}
+
+/** The Medusa loader: builds the bridge client from the provider options and registers it. */
+export declare function loader(args: {
+  container: { register(registrations: Record<string, unknown>): unknown }
+  logger?: BridgeLogger
+  options?: BridgeLockingOptions
+  moduleOptions?: Record<string, unknown>
+}): Promise<void>
+
+/** A provider for any Node app. It connects in the background; call close() when done. */
+export declare function createBridgeLockingProvider(options: BridgeLockingOptions): BridgeLockingProvider
+
+/** Whether errors are MedusaError instances (@medusajs/framework is installed). */
+export declare const usesMedusaErrors: boolean
+
+/** The module provider Medusa resolves: ModuleProvider(Modules.LOCKING, {services, loaders}). */
+declare const moduleProvider: {
+  module: "locking"
+  services: [typeof BridgeLockingProvider]
+  loaders: [typeof loader]
+}
+export default moduleProvider
+export declare const module: "locking"
+export declare const services: [typeof BridgeLockingProvider]
+export declare const loaders: [typeof loader]

@@ -1,0 +1,57 @@
+"use strict"
+
+// Connection options: the bridge URL and the millisecond tuning knobs, with their defaults.
+
+/** Longest delay setTimeout accepts; anything longer counts as "no limit". */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** Client defaults, all in milliseconds. */
+const DEFAULTS = Object.freeze({
+  connectTimeoutMs: 3000,
+  handshakeTimeoutMs: 10000,
+  reconnectMinDelayMs: 100,
+  reconnectMaxDelayMs: 5000,
+  heartbeatIntervalMs: 15000,
+})
+
+/** Parses the bridge URL: ws(s):// or http(s)://, path /ws when none is given. */
+function parseUrl(url) {
+  if (typeof url !== "string" || url === "") {
+    throw new Error(`locking-bridge: the "url" option is required, e.g. "ws://127.0.0.1:7420/ws"`)
+  }
+  let u
+  try {
+    u = new URL(url)
+  } catch {
+    throw new Error(`locking-bridge: the "url" option is not a valid URL: ${JSON.stringify(url)}`)
+  }
+  const schemes = { "ws:": "ws:", "wss:": "wss:", "http:": "ws:", "https:": "wss:" }
+  if (!schemes[u.protocol]) {
+    throw new Error(`locking-bridge: the "url" option must start with ws://, wss://, http:// or https://, got ${JSON.stringify(url)}`)
+  }
+  u.protocol = schemes[u.protocol]
+  if (u.pathname === "" || u.pathname === "/") u.pathname = "/ws"
+  return u
+}
+
+/** The URL without credentials, for messages. */
+function describeUrl(u) {
+  const copy = new URL(u.href)
+  if (copy.username || copy.password) {
+    copy.username = "***"
+    copy.password = ""
+  }
+  return copy.href
+}
+
+/** Reads a positive number of milliseconds option, or its default. */
+function msOption(options, name) {
+  const v = options[name]
+  if (v === undefined || v === null) return DEFAULTS[name]
+  if (typeof v !== "number" || !(v > 0)) {
+    throw new Error(`locking-bridge: the "${name}" option must be a positive number of milliseconds, got ${JSON.stringify(v)}`)
+  }
+  return v
+}
+
+module.exports = { DEFAULTS, MAX_TIMER_MS, parseUrl, describeUrl, msOption }

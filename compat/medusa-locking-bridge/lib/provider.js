@@ -1,0 +1,223 @@
+"use strict"
+
+// The locking provider: stock @medusajs/locking-redis 2.21.2's API and argument coercions, served
+// by a locktui bridge (which applies the Go provider's fixed semantics).
+
+const { BridgeConnection } = require("./connection")
+const { Types, lockingError } = require("./errors")
+
+/** Stock defaults, in seconds. */
+const DEFAULT_WAIT_LOCKING_TIMEOUT = 5
+const DEFAULT_LEASE_EXPIRE = 60
+/** The largest expire/timeout the bridge accepts, in seconds. */
+const MAX_SECONDS = 1e9
+
+/** The cradle names the loader registers and the constructor reads. */
+const CLIENT_REGISTRATION = "lockingBridgeClient"
+const OPTIONS_REGISTRATION = "lockingBridgeOptions"
+
+/**
+ * Checks the provider options as Medusa gives them (medusa-config `providers[].options`). The
+ * message for a missing url follows stock's for a missing redisUrl.
+ */
+function validateOptions(options) {
+  if (!options?.url) {
+    throw new Error(
+      `No "url" provided in "locking" module, "locking-bridge" provider options. It is required for the "locking-bridge" Module provider.`
+    )
+  }
+}
+
+/** Reads a property of an awilix cradle, which throws for names that are not registered. */
+function fromCradle(cradle, name) {
+  try {
+    return cradle?.[name]
+  } catch {
+    return undefined
+  }
+}
+
+/** Stock's option coercion: `+value`, applied only when it is a number (so null and "" give 0). */
+function coerced(value) {
+  const n = +value
+  return Number.isNaN(n) ? undefined : n
+}
+
+function toKeys(keys) {
+  return (Array.isArray(keys) ? keys : [keys]).map((k) => String(k))
+}
+
+/** `ownerId ?? "*"`, stringified as ioredis would store it. */
+function toOwner(ownerId) {
+  const owner = String(ownerId ?? "*")
+  if (owner === "") {
+    throw lockingError(
+      Types.INVALID_DATA,
+      `locking-bridge: "ownerId" must not be an empty string (the bridge cannot hold locks for the empty owner); pass null or undefined for the anonymous owner "*"`
+    )
+  }
+  return owner
+}
+
+function checkSeconds(name, value, given) {
+  if (!Number.isFinite(value) || value > MAX_SECONDS) {
+    throw lockingError(
+      Types.INVALID_DATA,
+      `locking-bridge: "${name}" must be a finite number of seconds up to ${MAX_SECONDS}, got ${String(given)}`
+    )
+  }
+  return value
+}
+
+/**
+ * A Medusa locking provider backed by a locktui bridge. In Medusa it is built by the module
+ * loader from the cradle its loader filled; elsewhere use createBridgeLockingProvider().
+ */
+class BridgeLockingProvider {
+  static identifier = "locking-bridge"
+
+  static validateOptions(options) {
+    validateOptions(options)
+  }
+
+  /**
+   * @param {object} cradle the provider container's cradle: `lockingBridgeClient` (registered
+   *   by the loader), optional `lockingBridgeOptions` and `logger`.
+   * @param {object} [moduleOptions] the Locking module's options (Medusa passes the module's, not
+   *   the provider's); `waitLockingTimeout` is read there when the provider options lack it.
+   */
+  constructor(cradle, moduleOptions) {
+    const client = fromCradle(cradle, CLIENT_REGISTRATION)
+    if (!(client instanceof BridgeConnection)) {
+      throw new Error(
+        `locking-bridge: no bridge client in the provider container, so the provider's loader did not run. Resolve the package itself (for example "resolve": "@locktui/medusa-locking-bridge") so that Medusa runs its loader, or use createBridgeLockingProvider() outside Medusa.`
+      )
+    }
+    this.client_ = client
+    this.logger_ = fromCradle(cradle, "logger")
+    const providerOptions = fromCradle(cradle, OPTIONS_REGISTRATION) ?? {}
+    this.waitLockingTimeout =
+      coerced(providerOptions.waitLockingTimeout) ?? coerced(moduleOptions?.waitLockingTimeout) ?? DEFAULT_WAIT_LOCKING_TIMEOUT
+  }
+
+  /**
+   * Runs job while holding every key (a bridge lease renewed underneath it). Waits up to
+   * `timeout` seconds (default waitLockingTimeout) for the keys, else rejects with the conflict
+   * "Timed-out acquiring lock."; the job gets an AbortSignal aborted when the lease is lost.
+   */
+  async execute(keys, job, args, sharedContext) {
+    keys = toKeys(keys)
+    let timeout = Math.max(args?.timeout ?? this.waitLockingTimeout, 1)
+    if (Number.isNaN(timeout)) timeout = 1
+    timeout = Math.min(timeout, MAX_SECONDS)
+    let expire = Math.max(args?.expire ?? DEFAULT_LEASE_EXPIRE, 1)
+    if (Number.isNaN(expire)) expire = DEFAULT_LEASE_EXPIRE
+    checkSeconds("expire", expire, args?.expire)
+    if (keys.length === 0) {
+      // Stock takes no lock and runs the job with a signal nothing aborts.
+      return await job(new AbortController().signal)
+    }
+    const lease = await this.lease_(keys, timeout, expire)
+    const signal = lease.signal
+    try {
+      const result = await job(signal)
+      if (signal.aborted) throw signal.reason
+      return result
+    } finally {
+      await lease.release()
+    }
+  }
+
+  /**
+   * Takes a lease, waiting for a connection and for the keys within `timeout` seconds. A lease
+   * request cut off by a dropped connection is sent again: the bridge releases the leases of a
+   * closed connection, so a lost reply leaves nothing behind.
+   */
+  async lease_(keys, timeoutSeconds, expireSeconds) {
+    const deadline = Date.now() + timeoutSeconds * 1000
+    for (;;) {
+      const remaining = deadline - Date.now()
+      try {
+        return await this.client_.lease(keys, Math.max(remaining, 1) / 1000, expireSeconds, deadline)
+      } catch (err) {
+        if (err?.bridgeCode !== "connection_lost" || deadline - Date.now() <= 0) throw err
+      }
+    }
+  }
+
+  /**
+   * Takes every key for `ownerId` (default "*"). Without awaitQueue it rejects at once with the
+   * conflict `Failed to acquire lock for key "<key>"`; with awaitQueue it waits as long as it
+   * takes (as stock does), or until close().
+   */
+  async acquire(keys, args, sharedContext) {
+    keys = toKeys(keys)
+    if (keys.length === 0) return
+    const owner = toOwner(args?.ownerId)
+    const awaitQueue = Boolean(args?.awaitQueue)
+    let ttl = Math.max(args?.expire ?? this.waitLockingTimeout, 1)
+    if (Number.isNaN(ttl)) ttl = 1
+    const expire = args?.expire ? checkSeconds("expire", ttl, args.expire) : 0
+    await this.client_.request(
+      "acquire",
+      { keys, owner, expire, await_queue: awaitQueue },
+      { connectWaitMs: awaitQueue ? Infinity : undefined }
+    )
+  }
+
+  /** Releases keys held by `ownerId` (default "*"); true only when every key was released. */
+  async release(keys, args, sharedContext) {
+    keys = toKeys(keys)
+    if (keys.length === 0) return true
+    const owner = toOwner(args?.ownerId)
+    const result = await this.client_.request("release", { keys, owner }, { retry: true })
+    return result?.released === true
+  }
+
+  /** Releases every key held by `ownerId` (default "*": only anonymous locks, as stock). */
+  async releaseAll(args, sharedContext) {
+    const owner = toOwner(args?.ownerId)
+    await this.client_.request("release_all", { owner }, { retry: true })
+  }
+
+  /**
+   * Resolves once connected to the bridge; rejects after timeoutMs (default connectTimeoutMs)
+   * or at once when the bridge refused the token.
+   */
+  ready(timeoutMs) {
+    return this.client_.ready(timeoutMs)
+  }
+
+  /** Closes the connection: pending calls reject, held leases are lost, no more reconnects. */
+  close() {
+    return this.client_.close()
+  }
+
+  /** Alias of close(), the hook newer Medusa versions call on providers at shutdown. */
+  shutdown() {
+    return this.close()
+  }
+}
+
+/**
+ * A provider for any Node app: `createBridgeLockingProvider({url, token})`. It connects in the
+ * background; calls wait for the connection. Call close() when done.
+ */
+function createBridgeLockingProvider(options) {
+  if (!options?.url) {
+    throw new Error(`locking-bridge: createBridgeLockingProvider needs a "url" option, e.g. {url: "ws://127.0.0.1:7420/ws", token: "…"}`)
+  }
+  const client = new BridgeConnection(options)
+  return new BridgeLockingProvider(
+    { [CLIENT_REGISTRATION]: client, [OPTIONS_REGISTRATION]: options, logger: options.logger },
+    {}
+  )
+}
+
+module.exports = {
+  BridgeLockingProvider,
+  createBridgeLockingProvider,
+  validateOptions,
+  CLIENT_REGISTRATION,
+  OPTIONS_REGISTRATION,
+}

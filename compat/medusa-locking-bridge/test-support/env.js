@@ -1,0 +1,402 @@
+"use strict"
+
+// Test environment: a redis-server and a locktui bridge of our own on free loopback ports, a TCP
+// proxy to cut connections, and a guard against unhandled rejections. Everything started here is
+// stopped by the test's after() hook, and killed when the process exits anyway.
+
+const { spawn, spawnSync } = require("node:child_process")
+const fs = require("node:fs")
+const http = require("node:http")
+const net = require("node:net")
+const os = require("node:os")
+const path = require("node:path")
+const { setTimeout: sleep } = require("node:timers/promises")
+
+const packageDir = path.resolve(__dirname, "..")
+const compatDir = path.resolve(packageDir, "..")
+const repoRoot = path.resolve(compatDir, "..")
+
+const children = new Set()
+process.on("exit", () => {
+  for (const child of children) child.kill("SIGKILL")
+})
+
+/** Fails with a hint when compat/node_modules (npm ci in compat/) is missing. */
+function requireCompat(name) {
+  try {
+    return require(name)
+  } catch (err) {
+    if (err.code === "MODULE_NOT_FOUND" && String(err.message).includes(`'${name}'`)) {
+      throw new Error(`cannot load ${name}: install the Node dependencies first with \`make node-deps\` (npm ci in compat/)`)
+    }
+    throw err
+  }
+}
+
+/** A free TCP port on 127.0.0.1 (never 6379). */
+async function freePort() {
+  for (;;) {
+    const port = await new Promise((resolve, reject) => {
+      const srv = net.createServer()
+      srv.once("error", reject)
+      srv.listen(0, "127.0.0.1", () => {
+        const { port } = srv.address()
+        srv.close(() => resolve(port))
+      })
+    })
+    if (port !== 6379) return port
+  }
+}
+
+function which(cmd) {
+  const r = spawnSync(cmd, ["--version"], { stdio: "ignore" })
+  return !r.error
+}
+
+/** Resolves when fn() resolves truthy; rejects after timeoutMs with what. */
+async function waitFor(what, fn, timeoutMs = 15000, intervalMs = 50) {
+  const until = Date.now() + timeoutMs
+  let last
+  for (;;) {
+    try {
+      if (await fn()) return
+    } catch (err) {
+      last = err
+    }
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`)
+    await sleep(intervalMs)
+  }
+}
+
+function track(child, name) {
+  children.add(child)
+  let stderr = ""
+  child.stderr?.on("data", (d) => {
+    if (stderr.length < 20000) stderr += d
+  })
+  child.exited = new Promise((resolve) => child.once("exit", (code, signal) => {
+    children.delete(child)
+    resolve({ code, signal })
+  }))
+  child.stderrText = () => stderr
+  child.label = name
+  return child
+}
+
+async function stopChild(child, signal = "SIGTERM") {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return
+  child.kill(signal)
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5000)
+  await child.exited
+  clearTimeout(timer)
+}
+
+function redisPing(port) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, "127.0.0.1")
+    let buf = ""
+    const done = (ok) => {
+      sock.destroy()
+      resolve(ok)
+    }
+    sock.setTimeout(1000, () => done(false))
+    sock.on("error", () => done(false))
+    sock.on("data", (d) => {
+      buf += d
+      if (buf.includes("\r\n")) done(buf.startsWith("+PONG"))
+    })
+    sock.write("PING\r\n")
+  })
+}
+
+/** Starts a redis-server on a free loopback port; returns {port, url, stop()}. */
+async function startRedis() {
+  if (!which("redis-server")) {
+    throw new Error("redis-server is not installed: install Redis >= 6 (apt-get install redis-server, brew install redis) so that the tests can start their own server")
+  }
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort()
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "locking-bridge-redis-"))
+    const child = track(
+      spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir], {
+        stdio: ["ignore", "ignore", "pipe"],
+      }),
+      "redis-server"
+    )
+    const cleanup = () => fs.rmSync(dir, { recursive: true, force: true })
+    try {
+      await waitFor(`redis-server on port ${port}`, async () => {
+        if (child.exitCode !== null) throw new Error(`redis-server exited: ${child.stderrText()}`)
+        return redisPing(port)
+      })
+    } catch (err) {
+      await stopChild(child, "SIGKILL")
+      cleanup()
+      if (attempt < 2) continue
+      throw err
+    }
+    return {
+      port,
+      url: `redis://127.0.0.1:${port}`,
+      stop: async () => {
+        await stopChild(child)
+        cleanup()
+      },
+    }
+  }
+}
+
+let built
+/**
+ * Builds cmd/bridge (or uses LOCKTUI_BRIDGE_BIN) and returns the binary's path. The binary goes to
+ * a per-checkout directory under the system temp dir, so that every test file (each runs in its
+ * own process) reuses it: `go build -o` skips the link when the binary is up to date. A lock
+ * directory serializes concurrent builds.
+ */
+function buildBridge() {
+  if (process.env.LOCKTUI_BRIDGE_BIN) return Promise.resolve(process.env.LOCKTUI_BRIDGE_BIN)
+  built ??= (async () => {
+    if (!which("go")) {
+      throw new Error("go is not installed: install Go (https://go.dev/dl/) to build the bridge (go build ./cmd/bridge), or set LOCKTUI_BRIDGE_BIN to a built bridge")
+    }
+    const tag = require("node:crypto").createHash("sha256").update(repoRoot).digest("hex").slice(0, 12)
+    const dir = path.join(os.tmpdir(), `locking-bridge-test-${process.getuid?.() ?? "u"}-${tag}`)
+    fs.mkdirSync(dir, { recursive: true })
+    const bin = path.join(dir, "bridge")
+    const lock = path.join(dir, "build.lock")
+    await waitFor("the bridge build lock", () => {
+      try {
+        fs.mkdirSync(lock)
+        return true
+      } catch (err) {
+        if (err.code !== "EEXIST") throw err
+        // A lock left by a killed build is stale after 5 minutes.
+        if (Date.now() - fs.statSync(lock).mtimeMs > 5 * 60 * 1000) fs.rmSync(lock, { recursive: true, force: true })
+        return false
+      }
+    }, 10 * 60 * 1000, 100)
+    try {
+      const child = spawn("go", ["build", "-o", bin, "./cmd/bridge"], { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] })
+      let stderr = ""
+      child.stderr.on("data", (d) => (stderr += d))
+      const code = await new Promise((resolve) => child.on("close", resolve))
+      if (code !== 0) throw new Error(`go build ./cmd/bridge failed:\n${stderr}`)
+    } finally {
+      fs.rmSync(lock, { recursive: true, force: true })
+    }
+    return bin
+  })()
+  return built
+}
+
+function httpStatus(url) {
+  return new Promise((resolve) => {
+    const req = http.get(url, (res) => {
+      res.resume()
+      resolve(res.statusCode)
+    })
+    req.setTimeout(1000, () => req.destroy())
+    req.on("error", () => resolve(0))
+  })
+}
+
+/**
+ * Starts the bridge on a free loopback port against redisUrl. With a token it requires that
+ * token; without, it runs --insecure. Returns {url (ws), httpUrl, port, stop(), kill()}.
+ */
+async function startBridge({ redisUrl, token, namespace, port } = {}) {
+  const bin = await buildBridge()
+  port ??= await freePort()
+  const args = ["--listen", `127.0.0.1:${port}`, "--redis", redisUrl]
+  if (namespace !== undefined) args.push("--namespace", namespace)
+  if (!token) args.push("--insecure")
+  const env = { ...process.env }
+  if (token) env.BRIDGE_TOKEN = token
+  else delete env.BRIDGE_TOKEN
+  const child = track(spawn(bin, args, { env, stdio: ["ignore", "ignore", "pipe"] }), "bridge")
+  const httpUrl = `http://127.0.0.1:${port}`
+  await waitFor(`the bridge on port ${port}`, async () => {
+    if (child.exitCode !== null) throw new Error(`the bridge exited: ${child.stderrText()}`)
+    return (await httpStatus(`${httpUrl}/readyz`)) === 200
+  })
+  return {
+    port,
+    httpUrl,
+    url: `ws://127.0.0.1:${port}/ws`,
+    child,
+    stop: () => stopChild(child),
+    kill: () => stopChild(child, "SIGKILL"),
+  }
+}
+
+/**
+ * A TCP proxy in front of the bridge, to cut client connections without stopping the bridge.
+ * drop() destroys every open connection; setBlocked(true) refuses new ones (they are closed at
+ * once) until setBlocked(false); hold() stops forwarding what clients send (so requests stay
+ * in flight) until the next drop(); blackhole() stops forwarding both ways on open connections.
+ */
+async function startProxy(targetPort) {
+  const pairs = new Set()
+  let blocked = false
+  let holding = false
+  const server = net.createServer((client) => {
+    if (blocked) {
+      client.destroy()
+      return
+    }
+    const upstream = net.connect(targetPort, "127.0.0.1")
+    const pair = { client, upstream }
+    pairs.add(pair)
+    const end = () => {
+      client.destroy()
+      upstream.destroy()
+      pairs.delete(pair)
+    }
+    client.on("error", end).on("close", end)
+    upstream.on("error", end).on("close", end)
+    if (holding) client.pause()
+    else client.pipe(upstream)
+    upstream.pipe(client)
+  })
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address()
+  const drop = () => {
+    holding = false
+    for (const { client, upstream } of pairs) {
+      client.destroy()
+      upstream.destroy()
+    }
+    pairs.clear()
+  }
+  return {
+    port,
+    url: `ws://127.0.0.1:${port}/ws`,
+    connections: () => pairs.size,
+    drop,
+    hold: () => {
+      holding = true
+      for (const { client, upstream } of pairs) {
+        client.unpipe(upstream)
+        client.pause()
+      }
+    },
+    /** Silently stops forwarding in both directions on the open connections (a dead peer). */
+    blackhole: () => {
+      for (const { client, upstream } of pairs) {
+        client.unpipe(upstream)
+        upstream.unpipe(client)
+        client.pause()
+        upstream.pause()
+      }
+    },
+    setBlocked: (b) => {
+      blocked = b
+    },
+    stop: () => {
+      drop()
+      return new Promise((resolve) => server.close(resolve))
+    },
+  }
+}
+
+/**
+ * Records unhandled rejections from now on; check() throws if any happened. Use with
+ * after(() => guard.check()).
+ */
+function guardUnhandledRejections() {
+  const seen = []
+  process.on("unhandledRejection", (reason) => seen.push(reason))
+  return {
+    seen,
+    check() {
+      if (seen.length > 0) {
+        throw new Error(`unhandled rejection(s): ${seen.map((e) => e?.stack ?? String(e)).join("\n")}`)
+      }
+    },
+  }
+}
+
+/** An ioredis client on url (from compat/node_modules). */
+function redisClient(url) {
+  const Redis = requireCompat("ioredis")
+  return new Redis(url, { maxRetriesPerRequest: 1 })
+}
+
+/**
+ * The stock @medusajs/locking-redis 2.21.2 provider on redisUrl, built as Medusa builds it (its
+ * loader fills a container, then the service is constructed with the cradle and the module
+ * options). Returns {provider, close()}.
+ */
+async function stockProvider(redisUrl, moduleOptions = {}) {
+  const stock = requireCompat("@medusajs/locking-redis")
+  const utils = requireCompat("@medusajs/framework/utils")
+  const { asValue } = requireCompat("@medusajs/framework/awilix")
+  const mod = stock.default ?? stock
+  const Service = mod.services[0]
+  const providerOptions = { redisUrl }
+  const fullModuleOptions = { ...moduleOptions, providers: [{ resolve: "@medusajs/locking-redis", id: "locking-redis", options: providerOptions }] }
+  const container = utils.createMedusaContainer()
+  const logger = { info() {}, warn() {}, error() {}, debug() {} }
+  container.register({ logger: asValue(logger) })
+  for (const loader of mod.loaders ?? []) {
+    await loader({ container, logger, options: providerOptions, moduleOptions: fullModuleOptions })
+  }
+  const provider = new Service(container.cradle, fullModuleOptions, {})
+  return { provider, close: () => container.resolve("redisClient").quit() }
+}
+
+module.exports = {
+  packageDir,
+  compatDir,
+  repoRoot,
+  requireCompat,
+  freePort,
+  waitFor,
+  startRedis,
+  buildBridge,
+  startBridge,
+  startProxy,
+  guardUnhandledRejections,
+  redisClient,
+  stockProvider,
+  sleep,
+}
+
+/**
+ * Registers before/after hooks that start Redis and a bridge for the calling test file and stop
+ * them afterwards, and an unhandled-rejection guard checked at the end. Returns an object filled
+ * by the before hook: {redis, bridge, raw (ioredis client), provider(options), onClose(fn), guard}.
+ * provider(options) builds a createBridgeLockingProvider on the bridge (closed in after()).
+ *
+ * Node 20 runs a file's top-level before() hooks concurrently, so a file's own set-up goes in
+ * `setup(env)` (run once the bridge is up) and its clean-up in env.onClose(fn) (run, last
+ * registered first, before the bridge and Redis stop).
+ */
+function useBridgeEnv({ token, bridgeOptions, setup } = {}) {
+  const { before, after } = require("node:test")
+  const { createBridgeLockingProvider } = require("..")
+  const env = { guard: guardUnhandledRejections() }
+  const closers = []
+  env.onClose = (fn) => closers.push(fn)
+  env.provider = (options = {}) => {
+    const p = createBridgeLockingProvider({ url: env.bridge.url, token, ...options })
+    closers.push(() => p.close())
+    return p
+  }
+  before(async () => {
+    env.redis = await startRedis()
+    env.bridge = await startBridge({ redisUrl: env.redis.url, token, ...bridgeOptions })
+    env.raw = redisClient(env.redis.url)
+    closers.push(() => env.raw.quit())
+    await setup?.(env)
+  }, { timeout: 180000 })
+  after(async () => {
+    for (const close of closers.reverse()) await close()
+    await env.bridge?.stop()
+    await env.redis?.stop()
+    env.guard.check()
+  }, { timeout: 30000 })
+  return env
+}
+
+module.exports.useBridgeEnv = useBridgeEnv

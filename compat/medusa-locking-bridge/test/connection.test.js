@@ -1,0 +1,237 @@
+"use strict"
+
+// Connection life: dropped connections (through a TCP proxy in front of the bridge), calls made
+// while disconnected, close(), and token authentication.
+
+const { describe, test, before, after } = require("node:test")
+const assert = require("node:assert/strict")
+const { useBridgeEnv, startProxy, startBridge, freePort, waitFor, sleep } = require("../test-support/env")
+const { createBridgeLockingProvider } = require("..")
+
+const NS = "medusa_lock:"
+let proxy
+const env = useBridgeEnv({
+  setup: async (env) => {
+    proxy = await startProxy(env.bridge.port)
+    env.onClose(() => proxy.stop())
+  },
+})
+
+/** A provider through the proxy, closed at the end of the file. */
+function proxied(options = {}) {
+  return env.provider({ url: proxy.url, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 200, ...options })
+}
+
+/** Waits until the provider has n requests in flight on its connection. */
+const inFlight = (locks, n) => waitFor(`${n} request(s) in flight`, () => locks.client_.inflight.size === n)
+
+describe("a dropped connection", () => {
+  test("aborts running jobs with \"Lost the lock\"; the bridge releases their keys; the client reconnects", async () => {
+    const locks = proxied()
+    const key = "cd_job"
+    let signal
+    let started
+    const jobStarted = new Promise((resolve) => (started = resolve))
+    const run = locks
+      .execute(key, async (s) => {
+        signal = s
+        started()
+        await new Promise((resolve) => s.addEventListener("abort", resolve, { once: true }))
+        return "finished after the loss"
+      })
+      .catch((e) => e)
+    await jobStarted
+    assert.match(await env.raw.get(NS + key), /^execute:/)
+    proxy.drop()
+    const err = await run
+    assert.equal(err, signal.reason)
+    assert.equal(err.type, "conflict")
+    assert.match(err.message, /^Lost the lock for key\(s\) "cd_job" while the job was still running/)
+    assert.equal(err.cause?.bridgeCode, "connection_lost")
+    await waitFor("the bridge to release the dropped connection's lease", async () => (await env.raw.get(NS + key)) === null)
+    await locks.acquire(key, { ownerId: "after" })
+    assert.equal(await locks.release(key, { ownerId: "after" }), true)
+  })
+
+  test("rejects in-flight acquires (outcome unknown) with a clear error", async () => {
+    const locks = proxied()
+    await locks.acquire("cd_wait", { ownerId: "holder", expire: 30 })
+    const waiting = locks.acquire("cd_wait", { awaitQueue: true }).catch((e) => e)
+    await inFlight(locks, 1)
+    proxy.drop()
+    const err = await waiting
+    assert.equal(err.type, "unexpected_state")
+    assert.equal(err.bridgeCode, "connection_lost")
+    assert.match(err.message, /closed while "acquire" was in flight .*its outcome is unknown/)
+
+    await locks.ready(20000)
+    proxy.hold()
+    const named = locks.acquire("cd_acq", { ownerId: "o" }).catch((e) => e)
+    await inFlight(locks, 1)
+    proxy.drop()
+    assert.equal((await named).bridgeCode, "connection_lost")
+    assert.equal(await env.raw.get(NS + "cd_acq"), null, "the held request never reached the bridge")
+    assert.equal(await locks.release("cd_wait", { ownerId: "holder" }), true)
+  })
+
+  test("sends release and releaseAll again after reconnecting", async () => {
+    const locks = proxied()
+    await locks.acquire(["cd_rel", "cd_rel_all"], { ownerId: "o" })
+    proxy.hold()
+    const released = locks.release("cd_rel", { ownerId: "o" })
+    const releasedAll = locks.releaseAll({ ownerId: "o" })
+    await inFlight(locks, 2)
+    proxy.drop()
+    assert.equal(await released, true)
+    assert.equal(await releasedAll, undefined)
+    assert.equal(await env.raw.get(NS + "cd_rel_all"), null)
+  })
+
+  test("sends a lease request again, within execute's timeout", async () => {
+    const locks = proxied()
+    await locks.ready(20000)
+    proxy.hold()
+    const run = locks.execute("cd_lease_retry", async () => "ran", { timeout: 30 })
+    await inFlight(locks, 1)
+    proxy.drop()
+    assert.equal(await run, "ran")
+  })
+})
+
+describe("heartbeats", () => {
+  test("a silent connection is dropped and replaced; its jobs' signals abort", async () => {
+    const locks = proxied({ heartbeatIntervalMs: 200 })
+    let started
+    const jobStarted = new Promise((resolve) => (started = resolve))
+    const run = locks
+      .execute("cd_silent", async (signal) => {
+        started()
+        await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))
+        return "late"
+      })
+      .catch((e) => e)
+    await jobStarted
+    proxy.blackhole()
+    const err = await run
+    assert.match(err.message, /^Lost the lock for key\(s\) "cd_silent"/)
+    assert.match(err.cause?.message, /did not answer heartbeats/)
+    await locks.acquire("cd_silent_after", { ownerId: "o" })
+    assert.equal(await locks.release("cd_silent_after", { ownerId: "o" }), true)
+  })
+})
+
+describe("calls made while disconnected", () => {
+  test("wait for the connection (acquire up to connectTimeoutMs, execute up to its timeout)", async () => {
+    const locks = proxied({ connectTimeoutMs: 30000 })
+    await locks.ready(20000)
+    proxy.setBlocked(true)
+    proxy.drop()
+    await waitFor("the client to notice", () => !locks.client_.connected)
+    const acquired = locks.acquire("cd_during", { ownerId: "o" })
+    const executed = locks.execute("cd_during_exec", async () => "ran", { timeout: 30 })
+    await sleep(200)
+    proxy.setBlocked(false)
+    assert.equal(await acquired, undefined)
+    assert.equal(await executed, "ran")
+    assert.equal(await env.raw.get(NS + "cd_during"), "o")
+  })
+
+  test("fail after their wait with a clear error when the bridge is unreachable", async () => {
+    const port = await freePort()
+    const locks = env.provider({ url: `ws://127.0.0.1:${port}/ws`, connectTimeoutMs: 300, reconnectMaxDelayMs: 100 })
+    const check = (err) => {
+      assert.equal(err.type, "unexpected_state")
+      assert.equal(err.bridgeCode, "not_connected")
+      assert.match(err.message, new RegExp(`no connection to the bridge at ws://127\\.0\\.0\\.1:${port}/ws after waiting \\d+ ms: .*ECONNREFUSED`))
+      return true
+    }
+    await assert.rejects(locks.acquire("k"), check)
+    await assert.rejects(locks.release("k"), check)
+    await assert.rejects(locks.releaseAll(), check)
+    await assert.rejects(locks.execute("k", async () => "never", { timeout: 1 }), check)
+  })
+})
+
+describe("close()", () => {
+  test("rejects pending calls, aborts running jobs and stops reconnecting", async () => {
+    const locks = createBridgeLockingProvider({ url: proxy.url, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100 })
+    await locks.acquire("cd_close", { ownerId: "holder", expire: 30 })
+    const waiting = locks.acquire("cd_close", { ownerId: "waiter", awaitQueue: true }).catch((e) => e)
+    let started
+    const jobStarted = new Promise((resolve) => (started = resolve))
+    const running = locks
+      .execute("cd_close_job", async (signal) => {
+        started()
+        await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))
+        return "late"
+      })
+      .catch((e) => e)
+    await jobStarted
+    await inFlight(locks, 1)
+    const open = proxy.connections()
+    await locks.close()
+    const err = await waiting
+    assert.equal(err.bridgeCode, "closed")
+    assert.equal(err.message, "locking-bridge: the client is closed")
+    const lost = await running
+    assert.match(lost.message, /^Lost the lock for key\(s\) "cd_close_job"/)
+    assert.equal(lost.cause?.bridgeCode, "closed")
+    await assert.rejects(locks.acquire("other"), { bridgeCode: "closed" })
+    await waitFor("the connection to close", () => proxy.connections() === open - 1)
+    await sleep(300)
+    assert.equal(proxy.connections(), open - 1, "no reconnect after close()")
+    await waitFor("the bridge to release the closed connection's lease", async () => (await env.raw.get(NS + "cd_close_job")) === null)
+    await env.raw.del(NS + "cd_close")
+  })
+
+  test("rejects calls waiting for a connection", async () => {
+    const port = await freePort()
+    const locks = createBridgeLockingProvider({ url: `ws://127.0.0.1:${port}`, reconnectMaxDelayMs: 100 })
+    const forever = locks.acquire("k", { awaitQueue: true }).catch((e) => e)
+    await sleep(200)
+    await locks.close()
+    assert.equal((await forever).bridgeCode, "closed")
+  })
+})
+
+describe("token authentication", () => {
+  let secured
+  before(async () => {
+    secured = await startBridge({ redisUrl: env.redis.url, token: "s3cret-token,app-token:app-" })
+  })
+  after(async () => {
+    await secured?.stop()
+  })
+
+  test("a wrong or missing token fails fast with a clear error", async () => {
+    const wrong = env.provider({ url: secured.url, token: "wrong-token", connectTimeoutMs: 60000 })
+    await assert.rejects(wrong.acquire("auth_key"), (err) => {
+      assert.equal(err.type, "unauthorized")
+      assert.equal(err.bridgeCode, "unauthorized")
+      assert.match(err.message, /the bridge refused the token; check the "token" option \(HTTP 401/)
+      assert.doesNotMatch(err.message, /wrong-token/)
+      return true
+    })
+    await assert.rejects(wrong.ready(60000), { bridgeCode: "unauthorized" })
+    const missing = env.provider({ url: secured.url, connectTimeoutMs: 60000 })
+    await assert.rejects(missing.execute("auth_key", async () => "never", { timeout: 60 }), /requires a token; set the "token" option/)
+  })
+
+  test("the right token works", async () => {
+    const locks = env.provider({ url: secured.url, token: "s3cret-token" })
+    await locks.acquire("auth_key", { ownerId: "o" })
+    assert.equal(await locks.release("auth_key", { ownerId: "o" }), true)
+  })
+
+  test("a token restricted to an owner prefix refuses other owners", async () => {
+    const locks = env.provider({ url: secured.url, token: "app-token" })
+    await assert.rejects(locks.acquire("auth_prefixed", { ownerId: "someone" }), (err) => {
+      assert.equal(err.type, "not_allowed")
+      assert.equal(err.bridgeCode, "owner_forbidden")
+      return true
+    })
+    await locks.acquire("auth_prefixed", { ownerId: "app-1" })
+    assert.equal(await locks.release("auth_prefixed", { ownerId: "app-1" }), true)
+    assert.equal(await locks.execute("auth_prefixed", async () => "leases are allowed"), "leases are allowed")
+  })
+})
