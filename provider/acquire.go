@@ -2,8 +2,10 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -11,9 +13,10 @@ import (
 type AcquireOptions struct {
 	// Owner holds the lock; "" means the anonymous owner "*", which is never re-entrant.
 	Owner string
-	// Expire is the lock's TTL, rounded up to whole seconds (at least 1 s). Zero makes a lock
-	// that never expires, as stock does when expire is omitted; a same-owner re-acquire rewrites
-	// the TTL, and without Expire clears it.
+	// Expire is the lock's TTL, rounded up to whole seconds (1.5 s gives 2 s; stock rejects
+	// fractions with a Redis error); below one second, negative included, it is 1 s, as stock
+	// clamps it. Zero makes a lock that never expires, as stock does when expire is omitted; a
+	// same-owner re-acquire rewrites the TTL, and without Expire clears it.
 	Expire time.Duration
 	// AwaitQueue waits (with jittered exponential backoff) until every key is free instead of
 	// failing at once. Stock Medusa waits forever; here the wait ends with ctx.
@@ -22,8 +25,9 @@ type AcquireOptions struct {
 
 // Acquire takes every key for opts.Owner. Without AwaitQueue it fails at once with a
 // *ConflictError (ErrNotAcquired) naming the first held key in argument order; with AwaitQueue it
-// waits until ctx is done. On failure the keys this call took are given back; keys the owner
-// already held stay held. Keys are de-duplicated and taken in sorted order.
+// waits until ctx is done (the error then also matches ctx's cause, e.g. context.Canceled). On
+// failure the keys this call took are given back; keys the owner already held stay held. Keys are
+// de-duplicated and taken in sorted order. A Redis error is returned wrapped with the key.
 func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptions) error {
 	if len(keys) == 0 {
 		return nil
@@ -31,8 +35,7 @@ func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptio
 	owner := ownerOrDefault(opts.Owner)
 	ttl := ttlSeconds(opts.Expire)
 	if opts.AwaitQueue {
-		_, err := p.acquireQueued(ctx, keys, owner, ttl)
-		return err
+		return p.acquireQueued(ctx, keys, owner, ttl, false)
 	}
 	return p.acquireOnce(ctx, keys, owner, ttl)
 }
@@ -42,18 +45,17 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string,
 	sorted := normalizeKeys(keys)
 	res, errs, err := p.scriptBatch(ctx, acquireScript, sorted, owner, ttl)
 	if err != nil {
+		// Keys whose outcome is unknown are left alone: the owner may have held them before.
+		p.giveBack(ctx, freshIn(sorted, res, errs), owner)
 		return fmt.Errorf("acquire %s: %w", quoteKeys(sorted), err)
 	}
-	var fresh []string
 	failed := map[string]error{}
 	for i, key := range sorted {
 		switch {
 		case errs[i] != nil:
-			failed[key] = errs[i]
+			failed[key] = fmt.Errorf("acquire %q: %w", key, errs[i])
 		case res[i] == acquireHeld:
 			failed[key] = notAcquired(key)
-		case res[i] == acquireFresh:
-			fresh = append(fresh, key)
 		}
 	}
 	if len(failed) == 0 {
@@ -62,9 +64,11 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string,
 		}
 		return nil
 	}
-	p.giveBack(ctx, fresh, owner)
-	for key := range failed {
-		p.emit(EventGaveUp, key, owner, 0, 0)
+	p.giveBack(ctx, freshIn(sorted, res, errs), owner)
+	for _, key := range sorted {
+		if failed[key] != nil {
+			p.emit(EventGaveUp, key, owner, 0, 0)
+		}
 	}
 	// Report the first failing key in the caller's order, as stock does.
 	for _, key := range keys {
@@ -77,46 +81,74 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string,
 
 // acquireQueued takes the keys in sorted order, waiting on each held key with backoff, and holds
 // only a sorted prefix while it waits, which rules out lock-order deadlocks between callers of
-// this provider. It returns the keys it took fresh. When ctx ends first, everything it took is
+// this provider. When ctx ends first, everything it took is
 // given back and the error is a *ConflictError (ErrNotAcquired) that also matches ctx's cause.
-func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner string, ttl int64) ([]string, error) {
+//
+// exclusive says that owner is unique to this call (an Execute or lease owner), so it held none
+// of the keys before: then a key whose attempt had an unknown outcome (a reply lost to a read
+// timeout or a broken connection) is given back as well, owner-checked.
+func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner string, ttl int64, exclusive bool) error {
 	sorted := normalizeKeys(keys)
 	started := time.Now()
 	delay := p.opts.DefaultRetryInterval
-	var fresh []string
-	fail := func(err error) ([]string, error) {
-		p.giveBack(ctx, fresh, owner)
-		return nil, err
+	var taken []string // keys to give back on failure
+	fail := func(err error) error {
+		p.giveBack(ctx, taken, owner)
+		return err
+	}
+	// settle records a batch's outcome for the give-back and returns the first key with an
+	// error and that error.
+	settle := func(batch []string, res []int64, errs []error) (string, error) {
+		taken = append(taken, freshIn(batch, res, errs)...)
+		var firstKey string
+		var firstErr error
+		for j, key := range batch {
+			if errs[j] == nil {
+				continue
+			}
+			if exclusive && !isReplyError(errs[j]) && p.mayHaveRun(errs[j]) {
+				taken = append(taken, key)
+			}
+			if firstErr == nil {
+				firstKey, firstErr = key, errs[j]
+			}
+		}
+		return firstKey, firstErr
+	}
+	// ended is the error for a wait cut short by ctx while trying key.
+	ended := func(key string) error {
+		p.emit(EventGaveUp, key, owner, time.Since(started), 0)
+		ce := notAcquired(key)
+		ce.cause = context.Cause(ctx)
+		return fail(ce)
 	}
 	for i := 0; i < len(sorted); {
 		// Fast path: try every remaining key in one round trip.
 		rest := sorted[i:]
 		res, errs, err := p.scriptBatch(ctx, acquireScript, rest, owner, ttl)
-		if err != nil {
-			return fail(fmt.Errorf("acquire %s: %w", quoteKeys(rest), err))
+		if key, kerr := settle(rest, res, errs); kerr != nil {
+			if err != nil && ctx.Err() != nil {
+				return ended(key) // the attempt was cut short by the end of the wait
+			}
+			if err == nil {
+				err = kerr
+			}
+			return fail(fmt.Errorf("acquire %q: %w", key, err))
 		}
 		blocked := -1
 		var beyond []string // fresh keys after the first blocked one: given back at once
 		for j, key := range rest {
-			if errs[j] != nil {
-				fresh = append(fresh, freshIn(rest, res, errs)...)
-				return fail(errs[j])
-			}
 			switch {
 			case res[j] == acquireHeld && blocked < 0:
 				blocked = j
-			case res[j] == acquireFresh && blocked < 0:
-				fresh = append(fresh, key)
-			case res[j] == acquireFresh:
+			case res[j] == acquireFresh && blocked >= 0:
 				beyond = append(beyond, key)
 			}
 		}
 		if blocked < 0 {
-			for _, key := range sorted {
-				p.emit(EventAcquired, key, owner, time.Since(started), 0)
-			}
-			return fresh, nil
+			break
 		}
+		taken = slices.DeleteFunc(taken, func(k string) bool { return slices.Contains(beyond, k) })
 		p.giveBack(ctx, beyond, owner)
 		i += blocked
 		key := sorted[i]
@@ -125,23 +157,18 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner strin
 			p.opts.Waker.Wait(ctx, p.RedisKey(key), jitter(delay))
 			delay = min(time.Duration(float64(delay)*p.opts.BackoffFactor), p.opts.MaximumRetryInterval)
 			if ctx.Err() != nil {
-				p.emit(EventGaveUp, key, owner, time.Since(started), 0)
-				ce := notAcquired(key)
-				ce.cause = context.Cause(ctx)
-				return fail(ce)
+				return ended(key)
 			}
 			r, errs, err := p.scriptBatch(ctx, acquireScript, []string{key}, owner, ttl)
-			if err == nil && errs[0] != nil {
-				err = errs[0]
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					continue // report the end of the wait, not the interrupted call
+			if _, kerr := settle([]string{key}, r, errs); kerr != nil {
+				if err != nil && ctx.Err() != nil {
+					return ended(key)
 				}
+				if err == nil {
+					err = kerr
+				}
+				p.emit(EventGaveUp, key, owner, time.Since(started), 0)
 				return fail(fmt.Errorf("acquire %q: %w", key, err))
-			}
-			if r[0] == acquireFresh {
-				fresh = append(fresh, key)
 			}
 			if r[0] != acquireHeld {
 				break
@@ -152,7 +179,7 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner strin
 	for _, key := range sorted {
 		p.emit(EventAcquired, key, owner, time.Since(started), 0)
 	}
-	return fresh, nil
+	return nil
 }
 
 // freshIn lists the keys of one batch that the script took fresh.
@@ -166,22 +193,22 @@ func freshIn(keys []string, res []int64, errs []error) []string {
 	return out
 }
 
-// giveBack releases keys this call took, owner-checked, even after ctx ended.
+// giveBack releases keys this call took, owner-checked, even after ctx ended. It emits no event:
+// observers were never told that the call held these keys (EventAcquired is only sent once a call
+// holds every key), and EventGaveUp already ends its story.
 func (p *Provider) giveBack(ctx context.Context, keys []string, owner string) {
 	if len(keys) == 0 {
 		return
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	if _, errs, err := p.scriptBatch(ctx, releaseScript, keys, owner); err != nil {
+	_, errs, err := p.scriptBatch(ctx, releaseScript, keys, owner)
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
 		p.opts.Logger.Warn("Failed to give back locks after a failed acquisition; they expire with their TTL",
 			"keys", keys, "owner", owner, "error", err)
-	} else {
-		for i, key := range keys {
-			if errs[i] == nil {
-				p.emit(EventReleased, key, owner, 0, 0)
-			}
-		}
 	}
 }
 

@@ -11,11 +11,17 @@
 //   - a failed multi-key acquisition gives back the keys it took; keys the owner already held
 //     stay held;
 //   - keys are de-duplicated and taken in sorted order, so opposite orders cannot deadlock;
-//   - a timed-out Execute gives back every key it took, never another owner's;
+//   - a timed-out Execute gives back every key it took, never another owner's, including a key
+//     whose acquisition reply was lost after the script ran;
 //   - the same owner re-enters its lock also when it queues (AwaitQueue);
 //   - ReleaseAll deletes a key only if the owner still matches at delete time (one Lua
 //     compare-and-unlink per key, pipelined per SCAN batch), escapes glob characters of the
 //     namespace, and scans every master of a Cluster.
+//
+// Deliberate differences from stock, at the Go API: a TTL that is not a whole number of seconds
+// is rounded up instead of failing with a Redis error; a lease key replaced by a value of another
+// type counts as lost instead of being retried forever; Execute logs a failed final release
+// instead of returning it (the job did run), and gives its keys back also when the job panics.
 //
 // Every call takes a context and honours its cancellation; a Provider is safe for concurrent use
 // and holds no global state.

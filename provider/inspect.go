@@ -28,7 +28,9 @@ type Lock struct {
 
 // Scan walks every lock under the namespace with SCAN and calls fn with each batch, read with one
 // pipeline of GET and PTTL per batch. A key of another type is reported as Foreign instead of
-// failing the walk; a key that vanished between SCAN and the reads is left out.
+// failing the walk; a key that vanished between SCAN and the reads is left out. fn is never
+// called concurrently (the masters of a Cluster are scanned in parallel); an error from fn ends
+// the walk and is returned as is.
 func (p *Provider) Scan(ctx context.Context, fn func([]Lock) error) error {
 	return p.scanKeys(ctx, func(ctx context.Context, keys []string) error {
 		locks, err := p.readLocks(ctx, keys)
@@ -98,7 +100,7 @@ func (p *Provider) readLocks(ctx context.Context, keys []string) ([]Lock, error)
 			return nil, fmt.Errorf("read TTL of %q: %w", key, err)
 		}
 		switch {
-		case ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond:
+		case ttl == -2: // go-redis returns PTTL's -2 and -1 unscaled
 			continue // expired between GET and PTTL
 		case ttl < 0:
 			lock.TTL = NoExpiry

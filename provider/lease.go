@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // LeaseOptions are the arguments of AcquireLease.
@@ -35,15 +38,17 @@ type Lease struct {
 	stop   chan struct{}
 	done   chan struct{} // closed when the renewal goroutine has exited
 
-	releaseOnce sync.Once
-	released    bool
-	releaseErr  error
+	stopOnce sync.Once
+	mu       sync.Mutex // guards the fields below
+	ended    bool       // the release script ran
+	released bool       // its result: every key was still ours
 }
 
 // AcquireLease waits up to opts.Timeout for every key and returns a renewed lease. When the
 // timeout passes first it returns a *ConflictError matching ErrTimedOut ("Timed-out acquiring
-// lock.") after giving back every key it took; when ctx ends first it returns ctx's cause. The
-// lease does not end with ctx: call Release.
+// lock.") after giving back every key it took; when ctx ends first it returns ctx's cause wrapped
+// with the keys (errors.Is(err, context.Canceled) holds). The lease does not end with ctx: call
+// Release.
 func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOptions) (*Lease, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: a lease needs at least one key", ErrInvalidArgument)
@@ -65,9 +70,9 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	timeoutErr := timedOut(sorted)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
 	defer cancel()
-	if _, err := p.acquireQueued(waitCtx, sorted, owner, ttl); err != nil {
+	if err := p.acquireQueued(waitCtx, sorted, owner, ttl, opts.Owner == ""); err != nil {
 		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
+			return nil, fmt.Errorf("acquire lock for key(s) %s: %w", quoteKeys(sorted), context.Cause(ctx))
 		}
 		if errors.Is(err, timeoutErr) {
 			return nil, timedOut(sorted)
@@ -89,8 +94,8 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	return l, nil
 }
 
-// Keys returns the leased keys, sorted, without namespace.
-func (l *Lease) Keys() []string { return l.keys }
+// Keys returns the leased keys, sorted, de-duplicated, without namespace.
+func (l *Lease) Keys() []string { return slices.Clone(l.keys) }
 
 // Owner returns the lease's owner id.
 func (l *Lease) Owner() string { return l.owner }
@@ -106,6 +111,9 @@ func (l *Lease) Err() error {
 	}
 	return nil
 }
+
+// isWrongType reports a WRONGTYPE reply: the key holds something that is not a lock.
+func isWrongType(err error) bool { return err != nil && redis.HasErrorPrefix(err, "WRONGTYPE") }
 
 // errReleased is the cause of a lease context ended by Release.
 var errReleased = errors.New("provider: lease released")
@@ -131,7 +139,8 @@ func (l *Lease) renew() {
 		default:
 		}
 		if err == nil {
-			err = errors.Join(errs...)
+			// A key that now holds another type (WRONGTYPE) is lost, not unreachable.
+			err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)
 		}
 		if err != nil {
 			l.p.opts.Logger.Warn(fmt.Sprintf("Failed to renew lock for key(s) %s: %v. Retrying in %dms.",
@@ -141,7 +150,7 @@ func (l *Lease) renew() {
 		}
 		var lost []string
 		for i, key := range l.keys {
-			if res[i] != 1 {
+			if errs[i] != nil || res[i] != 1 {
 				lost = append(lost, key)
 			}
 		}
@@ -162,30 +171,40 @@ func (l *Lease) renew() {
 }
 
 // Release stops the renewal and deletes every key still held by the lease's owner. It reports
-// whether every key was released (false after a loss). Calling it again returns the first result.
+// whether every key was released (false after a loss). Once the keys were released, calling it
+// again returns the same result; after a Redis error it may be called again to retry. A
+// cancelled ctx still releases (the clean-up is bounded separately).
 func (l *Lease) Release(ctx context.Context) (bool, error) {
-	l.releaseOnce.Do(func() {
+	l.stopOnce.Do(func() {
 		close(l.stop)
 		<-l.done
 		l.cancel(errReleased)
-		held := time.Since(l.acquired)
-		ctx, cancel := cleanupContext(ctx)
-		defer cancel()
-		res, errs, err := l.p.scriptBatch(ctx, releaseScript, l.keys, l.owner)
-		if err != nil {
-			l.releaseErr = fmt.Errorf("release lease %s: %w", quoteKeys(l.keys), err)
-			return
-		}
-		l.released = true
-		for i, key := range l.keys {
-			if errs[i] == nil && res[i] == 1 {
-				l.p.emit(EventReleased, key, l.owner, 0, held)
-			} else {
-				l.released = false
-			}
-		}
 	})
-	return l.released, l.releaseErr
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return l.released, nil
+	}
+	held := time.Since(l.acquired)
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	res, errs, err := l.p.scriptBatch(ctx, releaseScript, l.keys, l.owner)
+	if err == nil {
+		// A key that now holds another type is no longer ours: not released, not an error.
+		err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)
+	}
+	if err != nil {
+		return false, fmt.Errorf("release lease %s: %w", quoteKeys(l.keys), err)
+	}
+	l.ended, l.released = true, true
+	for i, key := range l.keys {
+		if errs[i] == nil && res[i] == 1 {
+			l.p.emit(EventReleased, key, l.owner, 0, held)
+		} else {
+			l.released = false
+		}
+	}
+	return l.released, nil
 }
 
 // ExecuteOptions are the arguments of Execute.
@@ -199,31 +218,35 @@ type ExecuteOptions struct {
 // Execute runs job while holding every key under a fresh "execute:<uuid>" owner, as stock
 // execute does: it waits up to opts.Timeout (else a *ConflictError matching ErrTimedOut, with
 // every key it took given back), renews the lease while job runs, and always releases under its
-// own owner. If the lease is lost, job's context is cancelled with the loss as its cause and,
-// unless job returns an error of its own, Execute returns the loss (matching ErrLockLost). The
-// job's own error is returned unchanged. A failure to release after the job is logged, not
-// returned: the keys then expire with their lease.
+// own owner, also when job panics. If the lease is lost, job's context is cancelled with the loss
+// as its cause and, unless job returns an error of its own, Execute returns the loss (matching
+// ErrLockLost). The job's own error is returned unchanged. A failure to release after the job is
+// logged, not returned (stock returns it): the job did run, and the keys expire with their lease.
+// Execute needs at least one key and a job (else ErrInvalidArgument).
 func (p *Provider) Execute(ctx context.Context, keys []string, job func(ctx context.Context) error, opts ExecuteOptions) error {
+	if job == nil {
+		return fmt.Errorf("%w: execute needs a job", ErrInvalidArgument)
+	}
 	lease, err := p.AcquireLease(ctx, keys, LeaseOptions{Timeout: opts.Timeout, Expire: opts.Expire})
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if _, err := lease.Release(ctx); err != nil {
+			p.opts.Logger.Warn("Failed to release lock after execute; it expires with its lease",
+				"keys", lease.keys, "owner", lease.owner, "error", err)
+		}
+	}()
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
+	defer cancelJob(nil)
 	stopWatch := context.AfterFunc(lease.ctx, func() {
 		if lost := lease.Err(); lost != nil {
 			cancelJob(lost)
 		}
 	})
-	jobErr := job(jobCtx)
-	stopWatch()
-	cancelJob(nil)
-	lost := lease.Err()
-	if _, err := lease.Release(ctx); err != nil {
-		p.opts.Logger.Warn("Failed to release lock after execute; it expires with its lease",
-			"keys", lease.keys, "owner", lease.owner, "error", err)
+	defer stopWatch()
+	if err := job(jobCtx); err != nil {
+		return err
 	}
-	if jobErr != nil {
-		return jobErr
-	}
-	return lost
+	return lease.Err()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -42,12 +43,46 @@ const (
 type Provider struct {
 	client redis.UniversalClient
 	opts   Options
+	// ioDeadlines: the client applies context deadlines to socket I/O, so a context error may
+	// mean a lost reply rather than an unsent request (see mayHaveRun).
+	ioDeadlines bool
 }
 
 // New returns a Provider on client (standalone, Sentinel or Cluster). opts may be nil.
 // The caller keeps ownership of client and closes it.
 func New(client redis.UniversalClient, opts *Options) *Provider {
-	return &Provider{client: client, opts: opts.withDefaults()}
+	return &Provider{client: client, opts: opts.withDefaults(), ioDeadlines: appliesDeadlinesToIO(client)}
+}
+
+// appliesDeadlinesToIO reports whether client cuts socket reads at the context deadline
+// (go-redis ContextTimeoutEnabled). An unknown client type is assumed to.
+func appliesDeadlinesToIO(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return true
+}
+
+// mayHaveRun reports whether a command that failed with the transport error err may still have
+// run on the server, its reply being what was lost. A failed dial, a closed or exhausted pool
+// and, unless the client cuts socket I/O at context deadlines, a context error all mean that the
+// request was never written.
+func (p *Provider) mayHaveRun(err error) bool {
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		return false
+	case errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
+		return false
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return p.ioDeadlines
+	}
+	return true
 }
 
 // Namespace returns the key prefix in use.
@@ -92,10 +127,12 @@ func normalizeKeys(keys []string) []string {
 	return slices.Compact(out)
 }
 
-// scriptBatch runs one script over many keys in a single pipeline. Each key's result is in
-// results (script replies) and errs (per-key Redis errors such as WRONGTYPE). A transport error
-// is returned as err. NOSCRIPT replies (a flushed script cache, a failover) are retried once with
-// the full script text.
+// scriptBatch runs one script over many keys in a single pipeline. results[i] is key i's script
+// reply when errs[i] is nil; errs[i] is its Redis error (a reply error such as WRONGTYPE, or the
+// transport error when the pipeline failed). err is the first transport error, wrapped: then the
+// keys with an error have an unknown outcome (the script may have run), while the results of the
+// others are still valid. NOSCRIPT replies (a flushed script cache, a failover) are retried once
+// with the full script text.
 func (p *Provider) scriptBatch(ctx context.Context, s *redis.Script, keys []string, args ...any) (results []int64, errs []error, err error) {
 	results = make([]int64, len(keys))
 	errs = make([]error, len(keys))
@@ -117,18 +154,19 @@ func (p *Provider) scriptBatch(ctx context.Context, s *redis.Script, keys []stri
 		var retry []int
 		for j, i := range pending {
 			v, cmdErr := cmds[j].Int64()
+			errs[i] = cmdErr
 			switch {
 			case cmdErr == nil:
 				results[i] = v
-				errs[i] = nil
 			case redis.HasErrorPrefix(cmdErr, "NOSCRIPT"):
 				retry = append(retry, i)
-				errs[i] = cmdErr
 			case isReplyError(cmdErr):
-				errs[i] = cmdErr
-			default:
-				return nil, nil, fmt.Errorf("redis: %w", cmdErr)
+			case err == nil:
+				err = fmt.Errorf("redis: %w", cmdErr)
 			}
+		}
+		if err != nil {
+			return results, errs, err
 		}
 		pending = retry
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -13,7 +14,8 @@ const scanCount = 100
 
 // Release deletes each key still held by owner ("" means "*"), owner-checked in Lua, and reports
 // whether every key was released, as stock does: a missing key or another owner's key gives
-// false, yet the matching keys are released. No keys gives true.
+// false, yet the matching keys are released. No keys gives true. A Redis error for one key (e.g.
+// WRONGTYPE) does not stop the others; the first one is returned, wrapped with its key.
 func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bool, error) {
 	if len(keys) == 0 {
 		return true, nil
@@ -25,17 +27,21 @@ func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bo
 		return false, fmt.Errorf("release %s: %w", quoteKeys(sorted), err)
 	}
 	all := true
+	var firstErr error
 	for i, key := range sorted {
-		if errs[i] != nil {
-			return false, fmt.Errorf("release %q: %w", key, errs[i])
-		}
-		if res[i] == 1 {
+		switch {
+		case errs[i] != nil:
+			all = false
+			if firstErr == nil {
+				firstErr = fmt.Errorf("release %q: %w", key, errs[i])
+			}
+		case res[i] == 1:
 			p.emit(EventReleased, key, owner, 0, 0)
-		} else {
+		default:
 			all = false
 		}
 	}
-	return all, nil
+	return all && firstErr == nil, firstErr
 }
 
 // ReleaseAll deletes every lock in the namespace whose owner is owner ("" means "*", so named and
@@ -65,10 +71,11 @@ func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
 }
 
 // scanKeys calls fn with each SCAN batch of lock keys (without namespace) in the namespace, on
-// every master of a Cluster. A key may be reported twice (SCAN's guarantee); callers are
-// idempotent.
+// every master of a Cluster. The masters are scanned concurrently, but fn is never called
+// concurrently. A key may be reported twice (SCAN's guarantee); callers are idempotent.
 func (p *Provider) scanKeys(ctx context.Context, fn func(ctx context.Context, keys []string) error) error {
 	match := globEscape(p.opts.Namespace) + "*"
+	var mu sync.Mutex // serializes fn across the masters of a Cluster
 	scanNode := func(ctx context.Context, node redis.Cmdable) error {
 		var cursor uint64
 		for {
@@ -81,7 +88,10 @@ func (p *Provider) scanKeys(ctx context.Context, fn func(ctx context.Context, ke
 				for i, rk := range redisKeys {
 					keys[i] = strings.TrimPrefix(rk, p.opts.Namespace)
 				}
-				if err := fn(ctx, keys); err != nil {
+				mu.Lock()
+				err := fn(ctx, keys)
+				mu.Unlock()
+				if err != nil {
 					return err
 				}
 			}

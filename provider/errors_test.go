@@ -1,0 +1,149 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConflictErrorsMatchOnlyTheirKind(t *testing.T) {
+	e := newEnv(t, &provider.Options{WaitLockingTimeout: 50 * time.Millisecond})
+	e.set("k", "holder", 0)
+
+	notAcquired := e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o"})
+	timedOut := e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{})
+	for _, c := range []struct {
+		err  error
+		kind error
+	}{{notAcquired, provider.ErrNotAcquired}, {timedOut, provider.ErrTimedOut}} {
+		wrapped := fmt.Errorf("checkout: %w", c.err)
+		for _, kind := range []error{provider.ErrNotAcquired, provider.ErrTimedOut, provider.ErrLockLost} {
+			require.Equal(t, kind == c.kind, errors.Is(wrapped, kind), "%v is %v", c.err, kind)
+		}
+		var ce *provider.ConflictError
+		require.ErrorAs(t, wrapped, &ce)
+		require.Equal(t, c.kind, ce.Kind)
+		require.Equal(t, []string{"k"}, ce.Keys)
+		require.Equal(t, "conflict", ce.Type())
+	}
+	require.Equal(t, `Failed to acquire lock for key "k"`, notAcquired.Error())
+	require.Equal(t, "Timed-out acquiring lock.", timedOut.Error())
+}
+
+// Redis errors (here WRONGTYPE: a non-lock key under the namespace) are returned with context,
+// never as a conflict.
+func TestRedisErrorsAreWrappedNotConflicts(t *testing.T) {
+	e := newEnv(t, nil)
+	require.NoError(t, e.rdb.HSet(ctx(t), e.key("h"), "f", "v").Err())
+	for _, await := range []bool{false, true} {
+		err := e.p.Acquire(ctx(t), []string{"a", "h"}, provider.AcquireOptions{Owner: "o", AwaitQueue: await})
+		require.Error(t, err)
+		require.ErrorContains(t, err, "WRONGTYPE")
+		require.ErrorContains(t, err, `"h"`)
+		var ce *provider.ConflictError
+		require.False(t, errors.As(err, &ce))
+		e.requireFree("a")
+	}
+	_, err := e.p.Release(ctx(t), []string{"h"}, "o")
+	require.ErrorContains(t, err, "WRONGTYPE")
+}
+
+// A Redis that went away gives a wrapped error naming the operation, within the context.
+// fastFail returns a provider on srv whose client gives up dialing at once; go-redis's default
+// client retries dialing for seconds.
+func fastFail(t *testing.T, srv *redistest.Server, opts provider.Options) *provider.Provider {
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = client.Close() })
+	opts.Namespace = freshNamespace(t)
+	return provider.New(client, &opts)
+}
+
+func TestRedisGoneGivesAClearError(t *testing.T) {
+	srv := redistest.Start(t)
+	e := &env{p: fastFail(t, srv, provider.Options{})}
+	srv.Stop()
+	c := ctx(t)
+	job := func(context.Context) error {
+		t.Error("the job must not run")
+		return nil
+	}
+	checks := map[string]func() error{
+		"acquire": func() error { return e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{}) },
+		"acquire queued": func() error {
+			return e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{AwaitQueue: true})
+		},
+		"release": func() error { _, err := e.p.Release(c, []string{"k"}, ""); return err },
+		"release all": func() error {
+			_, err := e.p.ReleaseAll(c, "")
+			return err
+		},
+		"execute": func() error { return e.p.Execute(c, []string{"k"}, job, provider.ExecuteOptions{}) },
+		"lease": func() error {
+			_, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{})
+			return err
+		},
+		"list":          func() error { _, err := e.p.List(c); return err },
+		"get":           func() error { _, _, err := e.p.Get(c, "k"); return err },
+		"force release": func() error { _, err := e.p.ForceRelease(c, "k", "o"); return err },
+		"force any":     func() error { _, _, err := e.p.ForceReleaseAny(c, "k"); return err },
+	}
+	for name, call := range checks {
+		err := call()
+		require.Error(t, err, name)
+		require.ErrorContains(t, err, "connect", name)
+		var ce *provider.ConflictError
+		require.False(t, errors.As(err, &ce), "%s: %v is not a conflict", name, err)
+		require.NoError(t, c.Err(), "%s returned only when the test's context ended", name)
+	}
+}
+
+// With go-redis's default dial retries, a call on a stopped Redis ends with its context.
+func TestRedisGoneCallsEndWithTheirContext(t *testing.T) {
+	srv := redistest.Start(t)
+	e := newEnvOn(t, srv, nil)
+	srv.Stop()
+	calls := map[string]func(context.Context) error{
+		"acquire queued": func(c context.Context) error {
+			return e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{AwaitQueue: true})
+		},
+		"execute": func(c context.Context) error {
+			return e.p.Execute(c, []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{Timeout: time.Hour})
+		},
+	}
+	for name, call := range calls {
+		c, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
+		err := call(c)
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+	}
+}
+
+// Redis going away while a job runs: renewals fail and are logged, the job finishes, and
+// Execute does not hang.
+func TestRedisGoneDuringTheJob(t *testing.T) {
+	noLeaks(t)
+	srv := redistest.Start(t)
+	logs := &logSink{}
+	p := fastFail(t, srv, provider.Options{Logger: logs.logger()})
+	err := p.Execute(ctx(t), []string{"k"}, func(context.Context) error {
+		srv.Stop()
+		require.Eventually(t, func() bool {
+			for _, m := range logs.messages() {
+				if len(m) > 30 && m[:30] == `Failed to renew lock for key(s` {
+					return true
+				}
+			}
+			return false
+		}, wait, poll)
+		return nil
+	}, provider.ExecuteOptions{Expire: time.Second})
+	require.NoError(t, err, "the job succeeded; the failed release is logged, the lease expires")
+	require.Contains(t, fmt.Sprint(logs.messages()), "Failed to release lock after execute")
+}

@@ -1,0 +1,391 @@
+package provider_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// wait bounds every "eventually" in the suite. It only stops a broken test from hanging; no test
+// asserts that something is fast.
+const wait = 10 * time.Second
+
+// poll is the tick of require.Eventually.
+const poll = 5 * time.Millisecond
+
+// env is one test's view of a Redis: a provider in a fresh namespace, the client the provider
+// uses (hooks go there) and a separate raw client for assertions on the stored keys.
+type env struct {
+	t   *testing.T
+	srv *redistest.Server
+	p   *provider.Provider
+	pc  *redis.Client // the provider's client
+	rdb *redis.Client // raw client, never hooked
+	ns  string
+}
+
+var nsSeq atomic.Int64
+
+var unsafeNS = regexp.MustCompile(`[^A-Za-z0-9_/.-]`)
+
+// freshNamespace returns a namespace no other test uses.
+func freshNamespace(t *testing.T) string {
+	return fmt.Sprintf("t:%s:%d:", unsafeNS.ReplaceAllString(t.Name(), "_"), nsSeq.Add(1))
+}
+
+// newEnv returns a provider on the shared server in a fresh namespace; opts may be nil and its
+// Namespace, when empty, is set to the fresh one.
+func newEnv(t *testing.T, opts *provider.Options) *env {
+	t.Helper()
+	return newEnvOn(t, shared, opts)
+}
+
+// newEnvOn is newEnv on a given server.
+func newEnvOn(t *testing.T, srv *redistest.Server, opts *provider.Options) *env {
+	t.Helper()
+	var o provider.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Namespace == "" {
+		o.Namespace = freshNamespace(t)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	pc := srv.Client(t)
+	return &env{t: t, srv: srv, p: provider.New(pc, &o), pc: pc, rdb: srv.Client(t), ns: o.Namespace}
+}
+
+// noLeaks checks, when the test ends (after its other cleanups), that no goroutine it started is
+// still running. Only for tests that do not call t.Parallel.
+func noLeaks(t *testing.T) {
+	t.Helper()
+	opts := append([]goleak.Option{goleak.IgnoreCurrent()}, leakOptions...)
+	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
+}
+
+// ctx returns a test context bounded by wait, so a broken test fails instead of hanging.
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), wait)
+	t.Cleanup(cancel)
+	return c
+}
+
+func (e *env) key(k string) string { return e.ns + k }
+
+// awaitDone waits for the lease to end; a lease that never ends fails the test.
+func awaitDone(t *testing.T, l *provider.Lease) {
+	t.Helper()
+	select {
+	case <-l.Done():
+	case <-time.After(wait):
+		t.Fatal("the lease did not end")
+	}
+}
+
+// owner returns the stored value of lock key k and whether it exists.
+func (e *env) owner(k string) (string, bool) {
+	e.t.Helper()
+	v, err := e.rdb.Get(context.Background(), e.key(k)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false
+	}
+	require.NoError(e.t, err)
+	return v, true
+}
+
+// requireOwner asserts that lock key k is held by owner.
+func (e *env) requireOwner(k, owner string) {
+	e.t.Helper()
+	got, ok := e.owner(k)
+	require.True(e.t, ok, "key %q should be held by %q but is free", k, owner)
+	require.Equal(e.t, owner, got, "owner of %q", k)
+}
+
+// requireFree asserts that lock key k does not exist.
+func (e *env) requireFree(k string) {
+	e.t.Helper()
+	got, ok := e.owner(k)
+	require.False(e.t, ok, "key %q should be free but is held by %q", k, got)
+}
+
+// ttl returns the raw TTL of lock key k in whole seconds (-1 persistent, -2 missing).
+func (e *env) ttl(k string) int64 {
+	e.t.Helper()
+	d, err := e.rdb.TTL(context.Background(), e.key(k)).Result()
+	require.NoError(e.t, err)
+	if d < 0 {
+		return int64(d) // -1 or -2, not scaled by go-redis
+	}
+	return int64(d / time.Second)
+}
+
+// set stores a lock the way another process would: SET ns+k owner [EX].
+func (e *env) set(k, owner string, ttl time.Duration) {
+	e.t.Helper()
+	require.NoError(e.t, e.rdb.Set(context.Background(), e.key(k), owner, ttl).Err())
+}
+
+// scriptNames maps the SHA1 of each embedded Lua script to its file's base name.
+var scriptNames = func() map[string]string {
+	names := map[string]string{}
+	for _, name := range []string{"acquire", "extend", "release", "unlink"} {
+		src, err := os.ReadFile("scripts/" + name + ".lua")
+		if err != nil {
+			panic(err)
+		}
+		sum := sha1.Sum(src)
+		names[hex.EncodeToString(sum[:])] = name
+	}
+	return names
+}()
+
+// scriptCall is one script run the provider sent: EVALSHA or EVAL of one of its scripts.
+type scriptCall struct {
+	Script string // acquire, extend, release or unlink
+	Key    string // full Redis key
+	Args   []string
+	At     time.Time // when it was sent
+}
+
+// recorder is a go-redis hook that records the provider's script calls (NOSCRIPT replies, which
+// the provider retries with EVAL, are not recorded) and can fail chosen calls.
+type recorder struct {
+	mu    sync.Mutex
+	calls []scriptCall
+	// fail, when set, is asked before each pipeline or command with a script call is sent; it
+	// may block (on ctx, like a client that honours deadlines), and a non-nil error fails every
+	// command of it, as a broken connection would.
+	fail func(context.Context, scriptCall) error
+	// after, when set, is asked once the commands ran; a non-nil error replaces their replies,
+	// as a reply lost on the way back would.
+	after func(context.Context, scriptCall) error
+}
+
+func record(e *env) *recorder {
+	r := &recorder{}
+	e.pc.AddHook(r)
+	return r
+}
+
+func toCall(cmd redis.Cmder) (scriptCall, bool) {
+	args := cmd.Args()
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	if (name != "evalsha" && name != "eval") || len(args) < 4 {
+		return scriptCall{}, false
+	}
+	id := fmt.Sprint(args[1])
+	if name == "eval" {
+		sum := sha1.Sum([]byte(id))
+		id = hex.EncodeToString(sum[:])
+	}
+	c := scriptCall{Script: scriptNames[id], Key: fmt.Sprint(args[3]), At: time.Now()}
+	for _, a := range args[4:] {
+		c.Args = append(c.Args, fmt.Sprint(a))
+	}
+	return c, true
+}
+
+func (r *recorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return r.process(ctx, []redis.Cmder{cmd}, func(ctx context.Context) error { return next(ctx, cmd) })
+	}
+}
+
+func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return r.process(ctx, cmds, func(ctx context.Context) error { return next(ctx, cmds) })
+	}
+}
+
+func (r *recorder) process(ctx context.Context, cmds []redis.Cmder, next func(context.Context) error) error {
+	r.mu.Lock()
+	fail, after := r.fail, r.after
+	r.mu.Unlock()
+	if fail != nil {
+		for _, cmd := range cmds {
+			if c, ok := toCall(cmd); ok {
+				if err := fail(ctx, c); err != nil {
+					for _, cmd := range cmds {
+						cmd.SetErr(err)
+					}
+					return err
+				}
+			}
+		}
+	}
+	err := next(ctx)
+	var sent []scriptCall
+	for _, cmd := range cmds {
+		if c, ok := toCall(cmd); ok && !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			sent = append(sent, c)
+		}
+	}
+	r.mu.Lock()
+	r.calls = append(r.calls, sent...)
+	r.mu.Unlock()
+	if after != nil {
+		for _, c := range sent {
+			if lost := after(ctx, c); lost != nil {
+				for _, cmd := range cmds {
+					cmd.SetErr(lost)
+				}
+				return lost
+			}
+		}
+	}
+	return err
+}
+
+// of returns the recorded calls of one script.
+func (r *recorder) of(script string) []scriptCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []scriptCall
+	for _, c := range r.calls {
+		if c.Script == script {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (r *recorder) setFail(f func(context.Context, scriptCall) error) {
+	r.mu.Lock()
+	r.fail = f
+	r.mu.Unlock()
+}
+
+func (r *recorder) setAfter(f func(context.Context, scriptCall) error) {
+	r.mu.Lock()
+	r.after = f
+	r.mu.Unlock()
+}
+
+// waker records the waits the provider asks for and returns at once, so backoff tests take no
+// time. onWait, when set, runs on each wait with its 1-based number.
+type waker struct {
+	mu     sync.Mutex
+	waits  []time.Duration
+	keys   []string
+	onWait func(n int)
+}
+
+func (w *waker) Wait(_ context.Context, redisKey string, d time.Duration) {
+	w.mu.Lock()
+	w.waits = append(w.waits, d)
+	w.keys = append(w.keys, redisKey)
+	n := len(w.waits)
+	on := w.onWait
+	w.mu.Unlock()
+	if on != nil {
+		on(n)
+	}
+}
+
+func (w *waker) recorded() ([]time.Duration, []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]time.Duration(nil), w.waits...), append([]string(nil), w.keys...)
+}
+
+// events collects what an Observer receives.
+type events struct {
+	mu  sync.Mutex
+	all []provider.Event
+}
+
+func (o *events) LockEvent(e provider.Event) {
+	o.mu.Lock()
+	o.all = append(o.all, e)
+	o.mu.Unlock()
+}
+
+// kinds returns the kinds received for key, in order.
+func (o *events) kinds(key string) []provider.EventKind {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []provider.EventKind
+	for _, e := range o.all {
+		if e.Key == key {
+			out = append(out, e.Kind)
+		}
+	}
+	return out
+}
+
+func (o *events) of(kind provider.EventKind) []provider.Event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []provider.Event
+	for _, e := range o.all {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// logSink collects log messages.
+type logSink struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (s *logSink) logger() *slog.Logger { return slog.New(s) }
+
+func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	s.msgs = append(s.msgs, r.Message)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *logSink) WithAttrs([]slog.Attr) slog.Handler { return s }
+
+func (s *logSink) WithGroup(string) slog.Handler { return s }
+
+func (s *logSink) messages() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.msgs...)
+}
+
+// conflict asserts that err is a *provider.ConflictError of the given kind and message.
+func conflict(t *testing.T, err error, kind error, msg string) *provider.ConflictError {
+	t.Helper()
+	require.Error(t, err)
+	require.ErrorIs(t, err, kind)
+	var ce *provider.ConflictError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, msg, err.Error())
+	require.Equal(t, "conflict", ce.Type())
+	return ce
+}
+
+// notAcquiredMsg is stock's message for a held key.
+func notAcquiredMsg(key string) string { return `Failed to acquire lock for key "` + key + `"` }
+
+// timedOutMsg is stock's message for an Execute that did not get its keys in time.
+const timedOutMsg = "Timed-out acquiring lock."

@@ -1,0 +1,136 @@
+package provider_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locktui/locktui/provider"
+	"github.com/stretchr/testify/require"
+)
+
+func TestListReportsKeyOwnerAndTTL(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("persistent", "o1", 0)
+	e.set("expiring", "o2", 10*time.Second)
+	require.NoError(t, e.rdb.HSet(c, e.key("foreign"), "f", "v").Err())
+	require.NoError(t, e.rdb.Set(c, "other-ns:"+e.ns, "o3", 0).Err())
+	t.Cleanup(func() { e.rdb.Del(context.Background(), "other-ns:"+e.ns) })
+
+	locks, err := e.p.List(c)
+	require.NoError(t, err)
+	slices.SortFunc(locks, func(a, b provider.Lock) int { return strings.Compare(a.Key, b.Key) })
+	require.Len(t, locks, 3)
+
+	exp, foreign, pers := locks[0], locks[1], locks[2]
+	require.Equal(t, "expiring", exp.Key)
+	require.Equal(t, e.key("expiring"), exp.RedisKey)
+	require.Equal(t, "o2", exp.Owner)
+	require.False(t, exp.Foreign)
+	require.Greater(t, exp.TTL, 8*time.Second)
+	require.LessOrEqual(t, exp.TTL, 10*time.Second)
+
+	require.Equal(t, provider.Lock{Key: "foreign", RedisKey: e.key("foreign"), TTL: provider.NoExpiry, Foreign: true}, foreign)
+	require.Equal(t, provider.Lock{Key: "persistent", RedisKey: e.key("persistent"), Owner: "o1", TTL: provider.NoExpiry}, pers)
+}
+
+func TestScanWalksEveryBatch(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	pipe := e.rdb.Pipeline()
+	for i := range 250 {
+		pipe.Set(c, e.key(fmt.Sprintf("k%03d", i)), "o", 0)
+	}
+	_, err := pipe.Exec(c)
+	require.NoError(t, err)
+
+	batches := 0
+	seen := map[string]bool{}
+	require.NoError(t, e.p.Scan(c, func(locks []provider.Lock) error {
+		batches++
+		for _, l := range locks {
+			require.Equal(t, "o", l.Owner)
+			seen[l.Key] = true
+		}
+		return nil
+	}))
+	require.Greater(t, batches, 1)
+	require.Len(t, seen, 250)
+
+	locks, err := e.p.List(c)
+	require.NoError(t, err)
+	require.Len(t, locks, 250)
+
+	stop := errors.New("stop")
+	err = e.p.Scan(c, func([]provider.Lock) error { return stop })
+	require.ErrorIs(t, err, stop)
+}
+
+func TestGet(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("k", "o", 30*time.Second)
+	require.NoError(t, e.rdb.HSet(c, e.key("h"), "f", "v").Err())
+
+	l, ok, err := e.p.Get(c, "k")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "o", l.Owner)
+	require.Greater(t, l.TTL, 25*time.Second)
+
+	_, ok, err = e.p.Get(c, "missing")
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	l, ok, err = e.p.Get(c, "h")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, l.Foreign)
+}
+
+func TestForceReleaseComparesTheOwner(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("k", "o1", 0)
+
+	ok, err := e.p.ForceRelease(c, "k", "o2")
+	require.NoError(t, err)
+	require.False(t, ok)
+	e.requireOwner("k", "o1")
+
+	ok, err = e.p.ForceRelease(c, "k", "o1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	e.requireFree("k")
+
+	ok, err = e.p.ForceRelease(c, "k", "o1")
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+func TestForceReleaseAnyReturnsTheOwner(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("k", "execute:whoever", 10*time.Second)
+	require.NoError(t, e.rdb.HSet(c, e.key("h"), "f", "v").Err())
+
+	owner, ok, err := e.p.ForceReleaseAny(c, "k")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "execute:whoever", owner)
+	e.requireFree("k")
+
+	_, ok, err = e.p.ForceReleaseAny(c, "k")
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	_, ok, err = e.p.ForceReleaseAny(c, "h")
+	require.NoError(t, err)
+	require.False(t, ok, "a key that is not a lock is not deleted")
+	require.Equal(t, int64(1), e.rdb.Exists(c, e.key("h")).Val())
+}
