@@ -28,6 +28,7 @@ type LeaseOptions struct {
 type Lease struct {
 	p        *Provider
 	keys     []string // sorted, without namespace
+	order    []string // the caller's order, de-duplicated: for messages
 	owner    string
 	ttl      int64
 	interval time.Duration
@@ -82,6 +83,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	l := &Lease{
 		p:        p,
 		keys:     sorted,
+		order:    uniqueInOrder(keys),
 		owner:    owner,
 		ttl:      ttl,
 		interval: max(time.Duration(ttl)*time.Second/3, MinRenewInterval),
@@ -148,12 +150,14 @@ func (l *Lease) renew() {
 			timer.Reset(l.interval)
 			continue
 		}
-		var lost []string
+		gone := map[string]bool{}
 		for i, key := range l.keys {
 			if errs[i] != nil || res[i] != 1 {
-				lost = append(lost, key)
+				gone[key] = true
 			}
 		}
+		// Name the lost keys in the caller's order, as stock's message does.
+		lost := slices.DeleteFunc(slices.Clone(l.order), func(k string) bool { return !gone[k] })
 		if len(lost) > 0 {
 			lostErr := lockLost(lost)
 			l.p.opts.Logger.Warn(lostErr.Error(), "owner", l.owner)

@@ -151,6 +151,20 @@ func TestU7LostLeaseCancelsTheJob(t *testing.T) {
 	}
 }
 
+// The lost-lease message names the keys in the caller's order, as stock's does, although the
+// keys are taken in sorted order.
+func TestLostLeaseMessageKeepsCallerOrder(t *testing.T) {
+	noLeaks(t)
+	e := newEnv(t, nil)
+	err := e.p.Execute(ctx(t), []string{"z", "a", "m", "z"}, func(jobCtx context.Context) error {
+		e.rdb.Del(context.Background(), e.key("a"), e.key("z"))
+		<-jobCtx.Done()
+		return nil
+	}, provider.ExecuteOptions{Expire: time.Second})
+	ce := conflict(t, err, provider.ErrLockLost, lostMsg(`"z", "a"`))
+	require.Equal(t, []string{"z", "a"}, ce.Keys)
+}
+
 // A key replaced by a value of another type is lost too (stock would retry forever), and the
 // foreign value is left alone.
 func TestLeaseKeyReplacedByAnotherTypeIsLost(t *testing.T) {

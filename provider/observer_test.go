@@ -117,3 +117,15 @@ func TestObserverSeesReleaseAll(t *testing.T) {
 	require.Equal(t, kinds{released}, obs.kinds("a"))
 	require.Empty(t, obs.kinds("b"))
 }
+
+func TestPanickingObserverDoesNotLoseLocks(t *testing.T) {
+	e := newEnv(t, &provider.Options{
+		Observer: provider.ObserverFunc(func(provider.Event) { panic("observer bug") }),
+	})
+	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o", Expire: 10 * time.Second}))
+	e.requireOwner("k", "o")
+	ok, err := e.p.Release(ctx(t), []string{"k"}, "o")
+	require.NoError(t, err)
+	require.True(t, ok)
+	e.requireFree("k")
+}

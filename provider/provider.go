@@ -194,9 +194,29 @@ func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 }
 
+// uniqueInOrder drops repeated keys and keeps the caller's order.
+func uniqueInOrder(keys []string) []string {
+	seen := make(map[string]bool, len(keys))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// emit hands one event to the Observer. An Observer that panics is a bug in the caller's
+// metrics or logging, not a reason to lose a lock: the panic is logged and the lock goes on.
 func (p *Provider) emit(kind EventKind, key, owner string, wait, held time.Duration) {
 	if p.opts.Observer == nil {
 		return
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			p.opts.Logger.Error("lock event observer panicked", "event", kind, "key", key, "panic", r)
+		}
+	}()
 	p.opts.Observer.LockEvent(Event{Kind: kind, Key: key, Owner: owner, Time: time.Now(), Wait: wait, Held: held})
 }
