@@ -88,7 +88,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	require.Equal(t, "1", h.metric(bridge.MetricLeaseHold+"_count"))
 }
 
-func TestPanicIsConfinedToItsConnection(t *testing.T) {
+// An observer that panics (a bug in metrics or logging code) hurts no one: the provider logs
+// the panic, the request succeeds, and both connections keep their leases.
+func TestPanickingObserverHurtsNoOne(t *testing.T) {
 	h := start(t, func(c *bridge.Config) {
 		c.Observer = provider.ObserverFunc(func(e provider.Event) {
 			if e.Key == "boom" && e.Kind == provider.EventAcquired {
@@ -100,9 +102,9 @@ func TestPanicIsConfinedToItsConnection(t *testing.T) {
 	bystander.ok(req{"id": 1, "op": "lease", "keys": []string{"held"}})
 	c := h.dial(testToken)
 	c.ok(req{"id": 1, "op": "lease", "keys": []string{"mine"}})
-	c.send(req{"id": 2, "op": "acquire", "keys": []string{"boom"}, "owner": "o"})
-	c.expectClose(websocket.CloseInternalServerErr)
-	require.Eventually(t, func() bool { return h.owner("mine") == "" }, eventually, tick)
+	c.ok(req{"id": 2, "op": "acquire", "keys": []string{"boom"}, "owner": "o"})
+	require.Equal(t, "o", h.owner("boom"))
+	require.NotEmpty(t, h.owner("mine"))
 
 	bystander.ok(req{"id": 2, "op": "ping"})
 	require.NotEmpty(t, h.owner("held"))
