@@ -1,0 +1,24 @@
+// Package e2e holds the end-to-end suite of locktui: Go tests that start real processes on one
+// private redis-server and check that they share locks correctly.
+//
+// The processes are the bridge (cmd/bridge, built once per test run), Node processes using the
+// bridge client (compat/medusa-locking-bridge), Node processes using the stock
+// @medusajs/locking-redis 2.21.2 provider built the way Medusa builds it, and `locktui run`
+// invocations (cmd/locktui). The Node side is one script, node/worker.js, driven over JSON lines
+// on stdin and stdout; it loads its packages from compat/node_modules.
+//
+// What the suite proves:
+//
+//   - TestSharedCounterAcrossAllClients: all three kinds of client increment one counter under
+//     one lock key at the same time; the counter is exact and no two critical sections overlap.
+//   - TestKilledNodeClientFreesLeaseWithin5s: a bridge client killed with SIGKILL while its
+//     execute job runs loses its lease at once (well before the lease's 60 s expiry).
+//   - TestBridgeAndStockExcludeEachOther: a bridge client and a stock process exclude each other
+//     with stock's error message, and `locktui list --json` / `release --force` see and free a
+//     lock a stock process took.
+//
+// The suite needs redis-server, Go and Node 20+ with `make node-deps` done. It fails (never skips)
+// with an install hint when one of them is missing. Every process runs in its own process group
+// and is stopped when its test ends; every server listens on loopback only. The suite runs on
+// Unix systems.
+package e2e
