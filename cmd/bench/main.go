@@ -1,14 +1,16 @@
-// Command bench runs the Go lock provider and stock Medusa's @medusajs/locking-redis side by
-// side against a private redis-server and prints one JSON report on stdout (progress on stderr).
+// Command bench runs the Go lock provider, stock Medusa's @medusajs/locking-redis and the bridge
+// client (compat/medusa-locking-bridge, through a Go bridge built and started for the run) side
+// by side against a private redis-server and prints one JSON report on stdout (progress on
+// stderr).
 //
 //	go run ./cmd/bench                 # 3 s per scenario and implementation
 //	go run ./cmd/bench --quick         # smoke test: a fraction of a second each
-//	go run ./cmd/bench --duration 2s --scenario contended_8x1ms --impl go,stock
+//	go run ./cmd/bench --duration 2s --scenario contended_8x1ms --impl go,bridge,stock
 //
-// It needs redis-server and node on PATH and compat/node_modules (`make node-deps`). The exit
-// status is 0 on a correct run, 1 when a run failed or found a correctness problem (overlapping
-// critical sections, failed executes; the report is still printed), 2 for bad flags. Speed is
-// reported, never judged.
+// It needs redis-server, node and go (which builds the bridge; --impl go,stock does without it)
+// on PATH and compat/node_modules (`make node-deps`). The exit status is 0 on a correct run, 1
+// when a run failed or found a correctness problem (overlapping critical sections, failed
+// executes; the report is still printed), 2 for bad flags. Speed is reported, never judged.
 package main
 
 import (
@@ -56,12 +58,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("smoke test: %s windows and %d warm-up calls (an explicit --duration/--warmup wins)", bench.QuickDuration, bench.QuickWarmup))
 	fs.IntVar(&o.warmup, "warmup", bench.DefaultWarmup, "sequential execute calls before each window")
 	fs.DurationVar(&o.timeout, "timeout", bench.DefaultExecTimeout, "execute's acquisition timeout, at least 1s (stock's default waitLockingTimeout is 5s)")
-	fs.StringVar(&o.impls, "impl", "all", "comma-separated implementations to run (go, stock, …)")
+	fs.StringVar(&o.impls, "impl", "all", "comma-separated implementations to run (go, stock, bridge)")
 	fs.StringVar(&o.scenarios, "scenario", "all", "comma-separated scenarios to run (uncontended_1, uncontended_50, contended_8x1ms, contended_32x5ms)")
 	fs.StringVar(&o.compat, "compat", "", "the compat/ directory with node_modules (default: found from the working directory)")
 	fs.StringVar(&o.redisURL, "redis-url", "", "use this Redis instead of starting a private redis-server (it must be a scratch server: the run writes keys)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: bench [flags]\n\nRuns the Go provider and stock Medusa side by side and prints a JSON report.")
+		fmt.Fprintln(stderr, "usage: bench [flags]\n\nRuns the Go provider, stock Medusa and the bridge client side by side and prints a JSON report.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

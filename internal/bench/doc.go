@@ -1,6 +1,7 @@
 // Package bench measures lock implementations side by side against one Redis: the Go provider
-// in-process, and Node implementations (stock @medusajs/locking-redis, later the bridge client)
-// as child processes running compat/bench scripts.
+// in-process, and Node implementations (stock @medusajs/locking-redis, and the bridge client
+// compat/medusa-locking-bridge talking to a Go bridge that StartBridge builds and starts for the
+// run) as child processes running compat/bench scripts.
 //
 // Every implementation runs the same scenarios with the same worker loop (see Scenario) and
 // reports the same raw observations (Raw); the metrics are then computed here, once, from those

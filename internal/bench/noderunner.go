@@ -234,10 +234,11 @@ func (r *nodeRunner) Close() error {
 }
 
 // lineWriter copies a child's stderr to out line by line, each line prefixed, and remembers the
-// last line for error messages. out may be nil.
+// last line for error messages. out may be nil. onLine, when set, also sees every line.
 type lineWriter struct {
 	prefix string
 	out    io.Writer
+	onLine func(line string)
 
 	mu      sync.Mutex
 	partial []byte
@@ -261,6 +262,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 		w.last = line
 		if w.out != nil {
 			fmt.Fprintf(w.out, "%s%s\n", w.prefix, line)
+		}
+		if w.onLine != nil {
+			w.onLine(line)
 		}
 	}
 	return len(p), nil

@@ -42,6 +42,26 @@ func packageVersions(dir string, pkgs ...string) map[string]string {
 	return out
 }
 
+// bridgeClientDir is the bridge client package's directory in compat/; it is not installed in
+// node_modules (bench/bridge-bench.js requires it by its relative path).
+const bridgeClientDir = "medusa-locking-bridge"
+
+// localPackageVersion reads the name and version of the package in dir; "" when it is missing.
+func localPackageVersion(dir string) (name, version string) {
+	data, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return "", ""
+	}
+	var meta struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	if json.Unmarshal(data, &meta) != nil || meta.Name == "" {
+		return "", ""
+	}
+	return meta.Name, meta.Version
+}
+
 // FindCompatDir returns the compat/ directory of the repository containing dir (or one of its
 // parents): the first ancestor holding go.mod and compat/package.json.
 func FindCompatDir(dir string) (string, error) {

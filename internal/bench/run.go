@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -138,7 +139,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			OS: runtime.GOOS, Arch: runtime.GOARCH,
 			Node: nodeVersion(ctx),
 			Packages: packageVersions(cfg.CompatDir,
-				"@medusajs/locking-redis", "@medusajs/framework", "ioredis"),
+				"@medusajs/locking-redis", "@medusajs/framework", "ioredis", "ws"),
 		},
 		Settings: Settings{
 			DurationMs: ms(cfg.Duration), Warmup: cfg.Warmup,
@@ -147,24 +148,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		MetricsDoc: MetricsDoc,
 		Problems:   []string{},
 	}
+	if name, version := localPackageVersion(filepath.Join(cfg.CompatDir, bridgeClientDir)); version != "" {
+		rep.Env.Packages[name] = version
+	}
 	version, err := redisVersion(ctx, cfg.RedisURL)
 	if err != nil {
 		return nil, err
 	}
 	rep.Redis, rep.Env.Redis = version, version
 
-	runners := make([]Runner, 0, len(cfg.Impls))
-	defer func() {
-		for _, r := range runners {
-			_ = r.Close()
-		}
-	}()
+	runners, err := openAll(ctx, cfg.Impls, env)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(cfg.Impls, runners, cfg.Log)
 	for _, im := range cfg.Impls {
-		r, err := im.Open(ctx, env)
-		if err != nil {
-			return nil, err
-		}
-		runners = append(runners, r)
 		rep.Settings.Impls = append(rep.Settings.Impls, im.Name())
 	}
 
@@ -183,6 +181,55 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Ratios = Ratios(rep.Scenarios, Baseline)
 	return rep, nil
+}
+
+// openAll opens every implementation at once (their start-ups, such as loading Node modules
+// or building the bridge, take seconds each and never overlap a measurement: Run starts
+// measuring once all are open). When one fails, the start-ups still going on are cut short,
+// the opened runners are closed and that first failure is returned. ctx only bounds the
+// opening: runners do not keep it.
+func openAll(ctx context.Context, impls []Impl, env Env) ([]Runner, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	runners := make([]Runner, len(impls))
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	var wg sync.WaitGroup
+	for i, im := range impls {
+		wg.Go(func() {
+			r, err := im.Open(ctx, env)
+			runners[i] = r
+			if err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				if first == nil {
+					first = err
+					cancel(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		closeAll(impls, runners, env.Log)
+		return nil, first
+	}
+	return runners, nil
+}
+
+// closeAll closes the opened runners; a runner that does not close cleanly (a child process
+// that failed, a bridge that did not shut down gracefully) is reported to log.
+func closeAll(impls []Impl, runners []Runner, log io.Writer) {
+	for i, r := range runners {
+		if r == nil {
+			continue
+		}
+		if err := r.Close(); err != nil {
+			fmt.Fprintf(log, "bench: warning: closing %s: %v\n", impls[i].Name(), err)
+		}
+	}
 }
 
 // makeSpec names the keys of one scenario for one implementation: a namespace per

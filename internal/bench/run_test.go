@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,8 +39,8 @@ func compatDir(t *testing.T) string {
 }
 
 // TestQuickRunReportsEveryScenarioWithoutOverlaps runs the whole benchmark in --quick mode
-// (Go in-process, stock Medusa in Node) and checks the report's shape and its correctness
-// checks; speed is not judged.
+// (Go in-process, stock Medusa in Node, the bridge client in Node through a bridge built for
+// the run) and checks the report's shape and its correctness checks; speed is not judged.
 func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 	dir := compatDir(t)
 	srv := redistest.Start(t)
@@ -55,16 +56,18 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 	assert.Empty(t, rep.Problems)
 	assert.NotEmpty(t, rep.Redis)
 	assert.Equal(t, rep.Redis, rep.Env.Redis)
-	assert.Equal(t, []string{"go", "stock"}, rep.Settings.Impls)
+	impls := []string{"go", "stock", "bridge"}
+	assert.Equal(t, impls, rep.Settings.Impls)
 	assert.Equal(t, "2.21.2", rep.Env.Packages["@medusajs/locking-redis"])
+	assert.NotEmpty(t, rep.Env.Packages["@locktui/medusa-locking-bridge"])
 	assert.True(t, strings.HasPrefix(rep.Env.Node, "v"), "node version %q", rep.Env.Node)
 
 	scenarios := bench.DefaultScenarios()
-	require.Len(t, rep.Scenarios, 2*len(scenarios))
+	require.Len(t, rep.Scenarios, len(impls)*len(scenarios))
 	for i, r := range rep.Scenarios {
-		sc := scenarios[i/2]
+		sc := scenarios[i/len(impls)]
 		assert.Equal(t, sc.Name, r.Name)
-		assert.Equal(t, []string{"go", "stock"}[i%2], r.Impl)
+		assert.Equal(t, impls[i%len(impls)], r.Impl)
 		assert.Equal(t, sc.Workers, r.Workers)
 		assert.Zero(t, r.Overlaps, "%s/%s", r.Name, r.Impl)
 		assert.Zero(t, r.Errors, "%s/%s: %s", r.Name, r.Impl, r.FirstError)
@@ -88,6 +91,7 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 		assert.GreaterOrEqual(t, samples+r.Timeouts, sc.Workers, "%s/%s", r.Name, r.Impl)
 		assert.GreaterOrEqual(t, samples, r.Ops, "%s/%s", r.Name, r.Impl)
 		assert.Contains(t, rep.Ratios[sc.Name], "go_over_stock", "ratio of %s", sc.Name)
+		assert.Contains(t, rep.Ratios[sc.Name], "bridge_over_stock", "ratio of %s", sc.Name)
 	}
 
 	// The JSON document has the documented top-level shape.
@@ -103,6 +107,9 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 		assert.Contains(t, first, key)
 	}
 	assert.Contains(t, log.String(), "contended_32x5ms")
+	// The bridge served every scenario and was stopped gracefully at the end.
+	assert.Equal(t, len(scenarios), strings.Count(log.String(), `"msg":"connection opened"`), "log:\n%s", log.String())
+	assert.Contains(t, log.String(), `"msg":"stopped"`)
 }
 
 func TestNodeImplNamesTheMissingDependencies(t *testing.T) {
@@ -167,4 +174,45 @@ func TestOverlapDetectorsCatchALockThatDoesNotLock(t *testing.T) {
 	assert.Contains(t, problems, "contended_8x1ms/nolock-node: ")
 	assert.Contains(t, problems, "overlapping critical sections")
 	assert.Contains(t, problems, "Redis counter reached")
+}
+
+// fakeImpl is an implementation whose Open is given by the test.
+type fakeImpl struct {
+	name string
+	open func(ctx context.Context) (bench.Runner, error)
+}
+
+func (f fakeImpl) Name() string { return f.name }
+
+func (f fakeImpl) Open(ctx context.Context, _ bench.Env) (bench.Runner, error) { return f.open(ctx) }
+
+// closeCounter is a runner that counts its Close calls.
+type closeCounter struct{ closed atomic.Int32 }
+
+func (c *closeCounter) Run(context.Context, bench.Spec) (*bench.Raw, error) {
+	return nil, errors.New("not expected to run")
+}
+
+func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
+
+// TestRunCutsOtherStartUpsShortWhenOneFails opens three implementations at once: one opens, one
+// fails, one waits for its context. Run must report the failure, end the waiting start-up
+// instead of waiting it out, and close the one that opened.
+func TestRunCutsOtherStartUpsShortWhenOneFails(t *testing.T) {
+	srv := redistest.Start(t)
+	opened := &closeCounter{}
+	boom := errors.New("boom: cannot start")
+	_, err := bench.Run(t.Context(), bench.Config{
+		RedisURL: srv.URL,
+		Impls: []bench.Impl{
+			fakeImpl{name: "slow", open: func(ctx context.Context) (bench.Runner, error) {
+				<-ctx.Done()
+				return nil, context.Cause(ctx)
+			}},
+			fakeImpl{name: "ok", open: func(context.Context) (bench.Runner, error) { return opened, nil }},
+			fakeImpl{name: "broken", open: func(context.Context) (bench.Runner, error) { return nil, boom }},
+		},
+	})
+	assert.ErrorIs(t, err, boom)
+	assert.Equal(t, int32(1), opened.closed.Load(), "the opened runner was not closed once")
 }

@@ -163,13 +163,14 @@ type Runner interface {
 	Close() error
 }
 
-// Implementations lists every implementation, in report order. Add a third one here, e.g.
-//
-//	NodeImpl{ImplName: "bridge", Script: "bench/bridge-bench.js", Setup: startBridge}
+// Implementations lists every implementation, in report order: the Go provider in-process,
+// stock @medusajs/locking-redis in Node, and the bridge client in Node talking to a Go bridge
+// started for the run (see StartBridge). Add another one here.
 func Implementations() []Impl {
 	return []Impl{
 		GoImpl{},
 		NodeImpl{ImplName: "stock", Script: "bench/stock-bench.js"},
+		bridgeImpl(),
 	}
 }
 
