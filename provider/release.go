@@ -74,7 +74,7 @@ func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
 // every master of a Cluster. The masters are scanned concurrently, but fn is never called
 // concurrently. A key may be reported twice (SCAN's guarantee); callers are idempotent.
 func (p *Provider) scanKeys(ctx context.Context, fn func(ctx context.Context, keys []string) error) error {
-	match := globEscape(p.opts.Namespace) + "*"
+	match := LiteralPattern(p.opts.Namespace) + "*"
 	var mu sync.Mutex // serializes fn across the masters of a Cluster
 	scanNode := func(ctx context.Context, node redis.Cmdable) error {
 		var cursor uint64
@@ -109,9 +109,11 @@ func (p *Provider) scanKeys(ctx context.Context, fn func(ctx context.Context, ke
 	return scanNode(ctx, p.client)
 }
 
-// globEscape makes s match itself literally in a SCAN MATCH pattern. Stock Medusa passes the
-// namespace unescaped, so "*", "?" and "[" in it widen the match to other namespaces.
-func globEscape(s string) string {
+// LiteralPattern escapes s so that it matches itself literally in a Redis glob pattern (SCAN
+// MATCH, PSUBSCRIBE): LiteralPattern(ns)+"*" matches exactly the keys of namespace ns. Stock
+// Medusa passes the namespace unescaped, so "*", "?" and "[" in it widen the match to other
+// namespaces.
+func LiteralPattern(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch r {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/provider"
 )
 
 // Keyspace tuning.
@@ -40,7 +42,7 @@ type Keyspace struct {
 // returns once Redis confirmed. Close it when done.
 func (s *Source) SubscribeKeyspace(ctx context.Context, db int) (*Keyspace, error) {
 	prefix := "__keyspace@" + strconv.Itoa(db) + "__:"
-	pattern := prefix + globEscape(s.ns) + "*"
+	pattern := prefix + provider.LiteralPattern(s.ns) + "*"
 	ps := s.client.PSubscribe(ctx, pattern)
 	if _, err := ps.Receive(ctx); err != nil {
 		_ = ps.Close()

@@ -91,7 +91,7 @@ type ScanStats struct {
 func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 	st := ScanStats{Scan: s.scans.Add(1), Started: time.Now()}
 	var locks, cmds, trips atomic.Int64
-	match := globEscape(s.ns) + "*"
+	match := provider.LiteralPattern(s.ns) + "*"
 	scanNode := func(ctx context.Context, node redis.Cmdable) error {
 		if err := s.limiter.Wait(ctx, 1); err != nil {
 			return err
@@ -232,17 +232,4 @@ func (s *Source) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []st
 		}
 		return found, absent, nil
 	}
-}
-
-// globEscape makes s match itself literally in a SCAN MATCH or PSUBSCRIBE pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
