@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/locktui/locktui/internal/tailbuf"
 )
 
 // stopGrace is how long a process gets to exit on its own before its group is killed.
@@ -23,7 +25,7 @@ const stopGrace = 10 * time.Second
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr *tail
+	stderr *tailbuf.Buffer
 	done   chan struct{} // closed once the process has exited and its output is drained
 	err    error         // Wait's result, valid after done
 }
@@ -41,7 +43,7 @@ type procOptions struct {
 // whole group and waits, so nothing outlives the test.
 func startProc(t *testing.T, name string, cmd *exec.Cmd, opts procOptions) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: cmd, stderr: &tail{max: 64 << 10}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, stderr: tailbuf.New(64 << 10), done: make(chan struct{})}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -179,32 +181,4 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// tail is an io.Writer keeping the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = t.buf[over:]
-	}
-	return len(p), nil
-}
-
-// Last returns at most the last n bytes written, trimmed.
-func (t *tail) Last(n int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.TrimSpace(string(b))
 }

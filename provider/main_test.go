@@ -36,49 +36,12 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 type withSharedServer struct{ m *testing.M }
 
 func (w withSharedServer) Run() int {
-	tb := &mainTB{}
-	defer tb.cleanup()
-	shared = redistest.Start(tb)
-	return w.m.Run()
-}
-
-// mainTB lets TestMain start a redistest server: it implements the few testing.TB methods
-// redistest calls. The embedded nil TB only satisfies the interface; calling any other method
-// panics, which would be a bug in this file.
-type mainTB struct {
-	testing.TB
-	cleanups []func()
-	dirs     []string
-}
-
-func (tb *mainTB) Helper() {}
-
-func (tb *mainTB) Fatal(args ...any) {
-	fmt.Fprintln(os.Stderr, args...)
-	tb.cleanup()
-	os.Exit(1)
-}
-
-func (tb *mainTB) Fatalf(format string, args ...any) { tb.Fatal(fmt.Sprintf(format, args...)) }
-
-func (tb *mainTB) Cleanup(f func()) { tb.cleanups = append(tb.cleanups, f) }
-
-func (tb *mainTB) TempDir() string {
-	dir, err := os.MkdirTemp("", "provider-test-")
+	srv, stop, err := redistest.StartMain()
 	if err != nil {
-		tb.Fatalf("temp dir: %v", err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	tb.dirs = append(tb.dirs, dir)
-	return dir
-}
-
-func (tb *mainTB) cleanup() {
-	for i := len(tb.cleanups) - 1; i >= 0; i-- {
-		tb.cleanups[i]()
-	}
-	tb.cleanups = nil
-	for _, dir := range tb.dirs {
-		_ = os.RemoveAll(dir)
-	}
-	tb.dirs = nil
+	defer stop()
+	shared = srv
+	return w.m.Run()
 }

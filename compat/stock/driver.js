@@ -11,10 +11,10 @@
 //     "trace": false                            // emit a "script" event per Lua script call
 //   }
 //
-// The provider is built the way Medusa builds it: the package's own loader gets the provider
-// options and registers `redisClient` and `prefix` in a Medusa container, then the service class
-// is constructed with that container's cradle and the Locking module's options (where 2.21.2
-// reads its tuning from).
+// The provider is built the way Medusa builds it (see build.js): the package's own loader gets
+// the provider options and registers `redisClient` and `prefix` in a Medusa container, then the
+// service class is constructed with that container's cradle and the Locking module's options
+// (where 2.21.2 reads its tuning from).
 //
 // Protocol: JSON lines. Requests on stdin: {"id": <any>, "op": <string>, "args": {...}}.
 // Replies on stdout: {"id", "ok": true, "result"} or {"id", "ok": false, "error": {"type",
@@ -62,13 +62,13 @@ if (!config || typeof config !== "object" || typeof config.redisUrl !== "string"
   fatal(`the config needs a "redisUrl" string, e.g. '{"redisUrl":"redis://127.0.0.1:6379"}'`)
 }
 
-let stockModule, utils, Redis
+const { buildStockProvider, DEPS_HINT } = require("./build")
+
+let Redis
 try {
-  stockModule = require("@medusajs/locking-redis")
-  utils = require("@medusajs/framework/utils")
   Redis = require("ioredis")
 } catch (err) {
-  fatal(`cannot load the stock packages (${err.message}); run \`make node-deps\` (npm ci in compat/)`)
+  fatal(`cannot load the stock packages (${err.message}); ${DEPS_HINT}`)
 }
 
 /** Writes one JSON line to stdout (synchronous for pipes on Linux, so lines never interleave). */
@@ -110,26 +110,15 @@ process.on("unhandledRejection", (reason) => {
 
 /** Builds the provider as Medusa's module loader does and returns it with a raw client. */
 async function build() {
-  const mod = stockModule.default ?? stockModule
-  const Service = mod.services[0]
-  const providerOptions = { redisUrl: config.redisUrl }
-  if (config.namespace !== undefined) providerOptions.namespace = config.namespace
-  if (config.redisOptions !== undefined) providerOptions.redisOptions = config.redisOptions
-  const moduleOptions = {
-    ...(config.moduleOptions ?? {}),
-    providers: [
-      { resolve: "@medusajs/locking-redis", id: "locking-redis", is_default: true, options: providerOptions },
-    ],
-  }
-  const container = utils.createMedusaContainer()
-  container.register({ logger: require("@medusajs/framework/awilix").asValue(logger) })
-  for (const loader of mod.loaders ?? []) {
-    await loader({ container, logger, options: providerOptions, moduleOptions })
-  }
-  const provider = new Service(container.cradle, moduleOptions, {})
-  const client = container.resolve("redisClient")
+  const { provider, redis } = await buildStockProvider({
+    redisUrl: config.redisUrl,
+    namespace: config.namespace,
+    redisOptions: config.redisOptions,
+    moduleOptions: config.moduleOptions,
+    logger,
+  })
   const raw = new Redis(config.redisUrl, config.redisOptions ?? {})
-  return { provider, client, raw }
+  return { provider, client: redis, raw }
 }
 
 /** Wraps the stock client's script commands to report each call as a "script" event. */

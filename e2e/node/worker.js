@@ -90,26 +90,12 @@ async function buildBridge() {
   return { provider, close: () => provider.close() }
 }
 
-/** Builds the stock provider as Medusa's module loader does (see compat/stock/driver.js). */
+/** Builds the stock provider as Medusa's module loader does (compat/stock/build.js). */
 async function buildStock() {
-  const stockModule = compatRequire("@medusajs/locking-redis")
-  const utils = compatRequire("@medusajs/framework/utils")
-  const { asValue } = compatRequire("@medusajs/framework/awilix")
-  const mod = stockModule.default ?? stockModule
-  const Service = mod.services[0]
-  const providerOptions = { redisUrl: config.redisUrl }
-  const moduleOptions = {
-    providers: [{ resolve: "@medusajs/locking-redis", id: "locking-redis", is_default: true, options: providerOptions }],
-  }
-  const container = utils.createMedusaContainer()
-  container.register({ logger: asValue(logger) })
-  for (const loader of mod.loaders ?? []) {
-    await loader({ container, logger, options: providerOptions, moduleOptions })
-  }
-  const provider = new Service(container.cradle, moduleOptions, {})
-  const client = container.resolve("redisClient")
-  await client.ping()
-  return { provider, close: async () => client.disconnect() }
+  const { buildStockProvider } = compatRequire("./stock/build")
+  const { provider, redis } = await buildStockProvider({ redisUrl: config.redisUrl, logger })
+  await redis.ping()
+  return { provider, close: async () => redis.disconnect() }
 }
 
 /** The critical section of one increment: detector in, read-modify-write, log, detector out. */

@@ -5,18 +5,13 @@
 package demo
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/locktui/locktui/internal/redisproc"
 )
 
 // Kinds of demo server.
@@ -27,8 +22,8 @@ const (
 	KindMiniredis = "miniredis"
 )
 
-// startTimeout bounds how long a redis-server gets to answer PING.
-const startTimeout = 10 * time.Second
+// startAttempts is how many free ports the demo tries for redis-server before it falls back.
+const startAttempts = 3
 
 // ServerOptions tune StartServerWith. The zero value prefers redis-server.
 type ServerOptions struct {
@@ -45,9 +40,7 @@ type Server struct {
 	warning string
 
 	mr   *miniredis.Miniredis
-	cmd  *exec.Cmd
-	dir  string
-	done chan struct{} // closed when the redis-server process has exited
+	proc *redisproc.Server
 
 	closeOnce sync.Once
 }
@@ -62,17 +55,18 @@ func StartServer(ctx context.Context) (*Server, error) { return StartServerWith(
 func StartServerWith(ctx context.Context, opts ServerOptions) (*Server, error) {
 	var warning string
 	if !opts.Miniredis {
-		bin := opts.RedisServer
-		if bin == "" {
-			bin = "redis-server"
-		}
-		if path, err := exec.LookPath(bin); err == nil {
-			srv, err := startRedisServer(ctx, path)
+		if bin, err := redisproc.LookPath(opts.RedisServer); err == nil {
+			proc, err := redisproc.Start(ctx, redisproc.Options{
+				Bin:            bin,
+				Args:           []string{"--notify-keyspace-events", "KEA"},
+				Attempts:       startAttempts,
+				KillWithParent: true, // the console may die without closing the server
+			})
 			if err == nil {
-				return srv, nil
+				return &Server{kind: KindRedisServer, addr: proc.Addr(), proc: proc}, nil
 			}
 			if ctx.Err() != nil {
-				return nil, err
+				return nil, fmt.Errorf("demo: %w", err)
 			}
 			warning = fmt.Sprintf("%v; using the in-process miniredis instead", err)
 		}
@@ -107,123 +101,7 @@ func (s *Server) Close() error {
 			s.mr.Close()
 			return
 		}
-		s.kill()
-		_ = os.RemoveAll(s.dir)
+		s.proc.Stop()
 	})
 	return nil
-}
-
-func (s *Server) kill() {
-	select {
-	case <-s.done:
-	default:
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	}
-}
-
-// startRedisServer runs bin on a free port, retrying when another process took the port first.
-func startRedisServer(ctx context.Context, bin string) (*Server, error) {
-	var lastErr error
-	for range 3 {
-		srv, err := launch(ctx, bin)
-		if err == nil || ctx.Err() != nil {
-			return srv, err
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
-func launch(ctx context.Context, bin string) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, fmt.Errorf("demo: find a free port: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "locktui-demo-")
-	if err != nil {
-		return nil, fmt.Errorf("demo: temporary directory: %w", err)
-	}
-	cmd := exec.Command(bin,
-		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
-		"--protected-mode", "yes",
-		"--save", "",
-		"--appendonly", "no",
-		"--dir", dir,
-		"--notify-keyspace-events", "KEA",
-		"--loglevel", "warning",
-		"--logfile", "", // to stdout, which is discarded: the console owns the terminal
-	)
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("demo: start %s: %w", bin, err)
-	}
-	srv := &Server{
-		kind: KindRedisServer,
-		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		cmd:  cmd,
-		dir:  dir,
-		done: make(chan struct{}),
-	}
-	go func() {
-		_ = cmd.Wait()
-		close(srv.done)
-	}()
-	if err := srv.awaitReady(ctx); err != nil {
-		_ = srv.Close()
-		return nil, err
-	}
-	return srv, nil
-}
-
-// awaitReady polls PING until the server answers, exits, or ctx or startTimeout ends. It speaks
-// RESP on a raw connection: a go-redis client would log every refused dial to stderr, and the
-// console owns the terminal.
-func (s *Server) awaitReady(parent context.Context) error {
-	ctx, cancel := context.WithTimeout(parent, startTimeout)
-	defer cancel()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ping(ctx, s.addr) {
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("demo: redis-server on %s exited during start-up", s.addr)
-		case <-ctx.Done():
-			if err := parent.Err(); err != nil {
-				return fmt.Errorf("demo: start redis-server: %w", err)
-			}
-			return fmt.Errorf("demo: redis-server on %s did not answer PING within %s", s.addr, startTimeout)
-		case <-tick.C:
-		}
-	}
-}
-
-// ping reports whether a Redis server at addr answers PING with +PONG.
-func ping(ctx context.Context, addr string) bool {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return false
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return false
-	}
-	reply, err := bufio.NewReader(conn).ReadString('\n')
-	return err == nil && strings.HasPrefix(reply, "+PONG")
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -4,23 +4,18 @@
 package redistest
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/internal/redisproc"
 )
 
 // InstallHint tells a developer how to get redis-server on Debian or Ubuntu.
-const InstallHint = "redis-server not found on PATH: install it with `apt-get update && apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` (macOS)"
+const InstallHint = redisproc.InstallHint
 
 // Server is a redis-server process owned by one test.
 type Server struct {
@@ -29,8 +24,7 @@ type Server struct {
 	// URL is redis://Addr, ready for the provider and the CLI.
 	URL string
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *redisproc.Server
 }
 
 // Config tunes the server a test starts; the zero value is a plain server without persistence.
@@ -46,26 +40,28 @@ func Start(t testing.TB) *Server { return StartWith(t, Config{}) }
 // StartWith is Start with extra server configuration.
 func StartWith(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	proc, err := redisproc.Start(t.Context(), redisproc.Options{Args: cfg.Args, Dir: t.TempDir()})
+	if errors.Is(err, redisproc.ErrNotFound) {
 		t.Fatal(InstallHint)
 	}
-	dir := t.TempDir()
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatalf("redistest: find a free port: %v", err)
-		}
-		srv, err := launch(bin, dir, port, cfg.Args)
-		if err == nil {
-			t.Cleanup(srv.stop)
-			return srv
-		}
-		lastErr = err
+	if err != nil {
+		t.Fatalf("redistest: start redis-server: %v", err)
 	}
-	t.Fatalf("redistest: start redis-server: %v", lastErr)
-	return nil
+	t.Cleanup(proc.Stop)
+	return &Server{Addr: proc.Addr(), URL: proc.URL(), proc: proc}
+}
+
+// StartMain launches a server for a whole test binary, from TestMain, where no testing.TB
+// exists yet: several tests share it, each in a namespace of its own. Call stop after m.Run.
+func StartMain() (srv *Server, stop func(), err error) {
+	proc, err := redisproc.Start(context.Background(), redisproc.Options{})
+	if errors.Is(err, redisproc.ErrNotFound) {
+		return nil, nil, errors.New(InstallHint)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("redistest: start redis-server: %w", err)
+	}
+	return &Server{Addr: proc.Addr(), URL: proc.URL(), proc: proc}, proc.Stop, nil
 }
 
 // Client returns a go-redis client for the server, closed when the test ends.
@@ -77,102 +73,4 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 }
 
 // Stop kills the server now (for tests of an unreachable Redis); the cleanup is then a no-op.
-func (s *Server) Stop() { s.stop() }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func launch(bin, dir string, port int, extra []string) (*Server, error) {
-	args := []string{
-		"--port", strconv.Itoa(port),
-		"--bind", "127.0.0.1",
-		"--save", "",
-		"--appendonly", "no",
-		"--dir", dir,
-		"--protected-mode", "yes",
-		"--loglevel", "warning",
-	}
-	args = append(args, extra...)
-	cmd := exec.Command(bin, args...)
-	logPath := filepath.Join(dir, fmt.Sprintf("redis-%d.log", port))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, err
-	}
-	srv := &Server{
-		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		cmd:  cmd,
-		done: make(chan struct{}),
-	}
-	srv.URL = "redis://" + srv.Addr
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(srv.done)
-	}()
-	if err := srv.awaitReady(10 * time.Second); err != nil {
-		srv.stop()
-		return nil, fmt.Errorf("%w (log: %s)", err, tail(logPath))
-	}
-	return srv, nil
-}
-
-// awaitReady polls PING until the server answers, it exits, or the deadline passes.
-func (s *Server) awaitReady(limit time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
-	defer c.Close()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if err := c.Ping(ctx).Err(); err == nil {
-			return nil
-		}
-		select {
-		case <-s.done:
-			return fmt.Errorf("redis-server on %s exited during start-up", s.Addr)
-		case <-ctx.Done():
-			return fmt.Errorf("redis-server on %s did not answer PING within %s", s.Addr, limit)
-		case <-tick.C:
-		}
-	}
-}
-
-func (s *Server) stop() {
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-}
-
-func tail(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return err.Error()
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > 5 {
-			lines = lines[1:]
-		}
-	}
-	return strings.Join(lines, " | ")
-}
+func (s *Server) Stop() { s.proc.Stop() }

@@ -10,10 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/locktui/locktui/internal/tailbuf"
 )
 
 // NodeInstallHint tells a developer how to get node.
@@ -65,7 +66,7 @@ type Driver struct {
 	Info Info
 
 	cmd    *exec.Cmd
-	stderr *tail
+	stderr *tailbuf.Buffer
 	exited chan struct{} // closed when the process has ended and stdout is drained
 
 	wmu   sync.Mutex // serialises writes to stdin; never held with mu
@@ -122,7 +123,7 @@ func Start(t testing.TB, redisURL string, opts *Options) *Driver {
 		t.Fatalf("stocknode: encode config: %v", err)
 	}
 	d := &Driver{
-		stderr:  &tail{max: 64 << 10},
+		stderr:  tailbuf.New(64 << 10),
 		exited:  make(chan struct{}),
 		pending: map[int64]func(reply){},
 		execs:   map[int64]*Execution{},
@@ -342,34 +343,4 @@ func (d *Driver) stop() {
 	}
 	_ = d.cmd.Process.Kill()
 	<-d.exited
-}
-
-// tail is an io.Writer keeping the last max bytes written to it.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = t.buf[over:]
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string { return t.Last(t.max) }
-
-// Last returns at most the last n bytes written, trimmed.
-func (t *tail) Last(n int) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	b := t.buf
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.TrimSpace(string(b))
 }

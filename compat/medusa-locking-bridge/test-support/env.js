@@ -16,6 +16,10 @@ const packageDir = path.resolve(__dirname, "..")
 const compatDir = path.resolve(packageDir, "..")
 const repoRoot = path.resolve(compatDir, "..")
 
+// The stock @medusajs/locking-redis 2.21.2 provider, built as Medusa builds it:
+// buildStockProvider({redisUrl, moduleOptions}) -> {provider, redis, close()}.
+const { buildStockProvider } = require(path.join(compatDir, "stock", "build"))
+
 const children = new Set()
 process.on("exit", () => {
   for (const child of children) child.kill("SIGKILL")
@@ -322,29 +326,6 @@ function redisClient(url) {
   return new Redis(url, { maxRetriesPerRequest: 1 })
 }
 
-/**
- * The stock @medusajs/locking-redis 2.21.2 provider on redisUrl, built as Medusa builds it (its
- * loader fills a container, then the service is constructed with the cradle and the module
- * options). Returns {provider, close()}.
- */
-async function stockProvider(redisUrl, moduleOptions = {}) {
-  const stock = requireCompat("@medusajs/locking-redis")
-  const utils = requireCompat("@medusajs/framework/utils")
-  const { asValue } = requireCompat("@medusajs/framework/awilix")
-  const mod = stock.default ?? stock
-  const Service = mod.services[0]
-  const providerOptions = { redisUrl }
-  const fullModuleOptions = { ...moduleOptions, providers: [{ resolve: "@medusajs/locking-redis", id: "locking-redis", options: providerOptions }] }
-  const container = utils.createMedusaContainer()
-  const logger = { info() {}, warn() {}, error() {}, debug() {} }
-  container.register({ logger: asValue(logger) })
-  for (const loader of mod.loaders ?? []) {
-    await loader({ container, logger, options: providerOptions, moduleOptions: fullModuleOptions })
-  }
-  const provider = new Service(container.cradle, fullModuleOptions, {})
-  return { provider, close: () => container.resolve("redisClient").quit() }
-}
-
 module.exports = {
   packageDir,
   compatDir,
@@ -358,7 +339,7 @@ module.exports = {
   startProxy,
   guardUnhandledRejections,
   redisClient,
-  stockProvider,
+  buildStockProvider,
   sleep,
 }
 

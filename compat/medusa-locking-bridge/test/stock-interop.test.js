@@ -5,12 +5,12 @@
 
 const { describe, test } = require("node:test")
 const assert = require("node:assert/strict")
-const { useBridgeEnv, stockProvider, sleep } = require("../test-support/env")
+const { useBridgeEnv, buildStockProvider, sleep } = require("../test-support/env")
 
 let stock
 const env = useBridgeEnv({
   setup: async (env) => {
-    stock = await stockProvider(env.redis.url)
+    stock = await buildStockProvider({ redisUrl: env.redis.url })
     env.onClose(() => stock.close())
   },
 })
