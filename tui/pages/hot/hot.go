@@ -21,7 +21,7 @@ type Page struct {
 	common   *common.Common
 	table    *table.Model
 	view     *store.View
-	selected string
+	selected table.Selection
 }
 
 // New returns the hot page.
@@ -48,25 +48,17 @@ func (p *Page) SetSize(width, height int) { p.table.SetSize(width, height) }
 // SetView shows v, keeping the selected key under the cursor.
 func (p *Page) SetView(v *store.View) {
 	p.view = v
-	p.table.SetRows(len(v.Hot))
 	s := v.Query.HotSort
 	p.table.SetSorted(sortToColumn[s.Column%len(sortToColumn)], s.Reverse)
-	if len(v.Hot) == 0 {
-		return
-	}
-	for i, h := range v.Hot {
-		if h.Key == p.selected {
-			p.table.SetCursor(i)
-			return
-		}
-	}
-	p.selected = v.Hot[p.table.Cursor()].Key
+	p.selected.SetRows(p.table, len(v.Hot), p.keyAt, nil)
 }
+
+func (p *Page) keyAt(i int) string { return p.view.Hot[i].Key }
 
 // Update moves the cursor.
 func (p *Page) Update(msg tea.Msg) tea.Cmd {
-	if p.table.Update(msg) && p.view != nil && len(p.view.Hot) > 0 {
-		p.selected = p.view.Hot[p.table.Cursor()].Key
+	if p.view != nil {
+		p.selected.Update(p.table, msg, len(p.view.Hot), p.keyAt)
 	}
 	return nil
 }

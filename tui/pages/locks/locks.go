@@ -17,7 +17,7 @@ type Page struct {
 	common   *common.Common
 	table    *table.Model
 	view     *store.View
-	selected string
+	selected table.Selection
 	empty    string
 }
 
@@ -40,32 +40,22 @@ func (p *Page) SetSize(width, height int) { p.table.SetSize(width, height) }
 // SetView shows v, keeping the selected key under the cursor.
 func (p *Page) SetView(v *store.View) {
 	p.view = v
-	p.table.SetRows(len(v.Locks))
 	p.table.SetSorted(v.Query.LockSort.Column, v.Query.LockSort.Reverse)
-	switch {
-	case len(v.Locks) == 0:
+	p.selected.SetRows(p.table, len(v.Locks), p.keyAt, v.Index)
+	if len(v.Locks) == 0 {
 		p.empty = "no locks"
 		if v.Query.Filter != "" {
 			p.empty = fmt.Sprintf("no locks match /%s", v.Query.Filter)
 		}
-	case p.selected == "":
-		p.selected = v.Locks[p.table.Cursor()].Key
-	default:
-		if c := p.table.Cursor(); c < len(v.Locks) && v.Locks[c].Key == p.selected {
-			break
-		}
-		if i := v.Index(p.selected); i >= 0 {
-			p.table.SetCursor(i)
-		} else {
-			p.selected = v.Locks[p.table.Cursor()].Key
-		}
 	}
 }
 
+func (p *Page) keyAt(i int) string { return p.view.Locks[i].Key }
+
 // Update moves the cursor.
 func (p *Page) Update(msg tea.Msg) tea.Cmd {
-	if p.table.Update(msg) && p.view != nil && len(p.view.Locks) > 0 {
-		p.selected = p.view.Locks[p.table.Cursor()].Key
+	if p.view != nil {
+		p.selected.Update(p.table, msg, len(p.view.Locks), p.keyAt)
 	}
 	return nil
 }
@@ -89,7 +79,7 @@ func (p *Page) Visible() []string {
 		out = append(out, e.Key)
 	}
 	for i := from; i < to; i++ {
-		if k := p.view.Locks[i].Key; k != p.selected {
+		if k := p.view.Locks[i].Key; k != p.selected.ID() {
 			out = append(out, k)
 		}
 	}

@@ -18,7 +18,7 @@ type Page struct {
 	common   *common.Common
 	table    *table.Model
 	view     *store.View
-	selected string
+	selected table.Selection
 	empty    string
 }
 
@@ -43,29 +43,23 @@ func (p *Page) SetSize(width, height int) { p.table.SetSize(width, height) }
 // SetView shows v, keeping the selected owner under the cursor.
 func (p *Page) SetView(v *store.View) {
 	p.view = v
-	p.table.SetRows(len(v.Owners))
 	s := v.Query.OwnerSort
 	p.table.SetSorted(sortToColumn[s.Column%len(sortToColumn)], s.Reverse)
+	p.selected.SetRows(p.table, len(v.Owners), p.ownerAt, nil)
 	if len(v.Owners) == 0 {
 		p.empty = "no owners"
 		if v.Query.Filter != "" {
 			p.empty = fmt.Sprintf("no owners match /%s", v.Query.Filter)
 		}
-		return
 	}
-	for i, o := range v.Owners {
-		if o.Owner == p.selected {
-			p.table.SetCursor(i)
-			return
-		}
-	}
-	p.selected = v.Owners[p.table.Cursor()].Owner
 }
+
+func (p *Page) ownerAt(i int) string { return p.view.Owners[i].Owner }
 
 // Update moves the cursor.
 func (p *Page) Update(msg tea.Msg) tea.Cmd {
-	if p.table.Update(msg) && p.view != nil && len(p.view.Owners) > 0 {
-		p.selected = p.view.Owners[p.table.Cursor()].Owner
+	if p.view != nil {
+		p.selected.Update(p.table, msg, len(p.view.Owners), p.ownerAt)
 	}
 	return nil
 }
