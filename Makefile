@@ -20,7 +20,7 @@ vet:
 node-deps: compat/node_modules/.package-lock.json
 
 compat/node_modules/.package-lock.json: compat/package.json compat/package-lock.json
-	cd compat && $(NPM) ci --no-audit --no-fund
+	cd compat && $(NPM) ci --no-audit --no-fund >&2
 
 go-test:
 	$(GO) test -race -count=1 ./...
@@ -32,9 +32,10 @@ node-test:
 demo:
 	$(GO) run ./cmd/locktui demo
 
-## bench: Go provider, bridge and stock Medusa side by side on one Redis; prints JSON.
+## bench: Go provider, bridge and stock Medusa side by side on one Redis; prints JSON on stdout
+## (progress on stderr), so `make bench > bench.json` works.
 bench: node-deps
-	$(GO) run ./cmd/bench
+	@$(GO) run ./cmd/bench
 
 clean:
 	rm -rf bin compat/node_modules
