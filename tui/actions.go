@@ -131,10 +131,14 @@ func (m *model) releaseAll(req releaseAllReq) tea.Cmd {
 	})
 }
 
+// audit writes r. The write gets a deadline of its own, detached from the mutation's: a release
+// that used up its time, or a console that is quitting, must still leave its record.
 func (m *model) audit(ctx context.Context, r audit.Record) error {
 	if m.cfg.Audit == nil {
 		return nil
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mutationTimeout)
+	defer cancel()
 	r.Time = time.Now()
 	r.Operator = m.cfg.Operator
 	r.Namespace = m.cfg.Namespace
