@@ -19,7 +19,8 @@ type AcquireOptions struct {
 	// same-owner re-acquire rewrites the TTL, and without Expire clears it.
 	Expire time.Duration
 	// AwaitQueue waits (with jittered exponential backoff) until every key is free instead of
-	// failing at once. Stock Medusa waits forever; here the wait ends with ctx.
+	// failing at once. Stock Medusa waits forever; here the wait ends with ctx. A release of the
+	// key by this same Provider ends the backoff sleep at once (see Options.Waker).
 	AwaitQueue bool
 }
 
@@ -84,6 +85,9 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string,
 // this provider. When ctx ends first, everything it took is
 // given back and the error is a *ConflictError (ErrNotAcquired) that also matches ctx's cause.
 //
+// Every attempt is preceded by a wake-up registration on the keys it tries (see wakeups), so a
+// wait on a key this Provider deletes ends at once, whether the Waker sleeps or listens.
+//
 // exclusive says that owner is unique to this call (an Execute or lease owner), so it held none
 // of the keys before: then a key whose attempt had an unknown outcome (a reply lost to a read
 // timeout or a broken connection) is given back as well, owner-checked.
@@ -92,6 +96,8 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner strin
 	started := time.Now()
 	delay := p.opts.DefaultRetryInterval
 	var taken []string // keys to give back on failure
+	var wake *wakeup   // the registration of the current attempt
+	defer func() { wake.stop() }()
 	fail := func(err error) error {
 		p.giveBack(ctx, taken, owner)
 		return err
@@ -125,6 +131,7 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner strin
 	for i := 0; i < len(sorted); {
 		// Fast path: try every remaining key in one round trip.
 		rest := sorted[i:]
+		wake = p.wakeups.register(ctx, rest)
 		res, errs, err := p.scriptBatch(ctx, acquireScript, rest, owner, ttl)
 		if key, kerr := settle(rest, res, errs); kerr != nil {
 			if err != nil && ctx.Err() != nil {
@@ -148,17 +155,27 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner strin
 		if blocked < 0 {
 			break
 		}
-		taken = slices.DeleteFunc(taken, func(k string) bool { return slices.Contains(beyond, k) })
-		p.giveBack(ctx, beyond, owner)
 		i += blocked
 		key := sorted[i]
+		// Before the give-back below, which would otherwise wake this very wait.
+		wake.narrow(key)
+		taken = slices.DeleteFunc(taken, func(k string) bool { return slices.Contains(beyond, k) })
+		p.giveBack(ctx, beyond, owner)
 		p.emit(EventWaiting, key, owner, 0, 0)
 		for {
-			p.opts.Waker.Wait(ctx, p.RedisKey(key), jitter(delay))
+			p.opts.Waker.Wait(wake.ctx, p.RedisKey(key), jitter(delay))
+			wake.stop()
+			// The delay grows after a wake-up too, as after any failed attempt. A wake-up only
+			// says the key was free for an instant: when another caller wins the race, the key
+			// is held again and this waiter's next sleep stays bounded by the backoff, as in
+			// stock. Not resetting costs local waiters nothing (the next release here wakes
+			// them again at once) and keeps waiters on a key that another process won from
+			// turning each local release into a burst of fast polling.
 			delay = min(time.Duration(float64(delay)*p.opts.BackoffFactor), p.opts.MaximumRetryInterval)
 			if ctx.Err() != nil {
 				return ended(key)
 			}
+			wake = p.wakeups.register(ctx, sorted[i:i+1])
 			r, errs, err := p.scriptBatch(ctx, acquireScript, []string{key}, owner, ttl)
 			if _, kerr := settle([]string{key}, r, errs); kerr != nil {
 				if err != nil && ctx.Err() != nil {
@@ -174,6 +191,7 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner strin
 				break
 			}
 		}
+		wake.stop()
 		i++
 	}
 	for _, key := range sorted {
@@ -202,7 +220,7 @@ func (p *Provider) giveBack(ctx context.Context, keys []string, owner string) {
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, errs, err := p.scriptBatch(ctx, releaseScript, keys, owner)
+	_, errs, err := p.deleteBatch(ctx, releaseScript, keys, owner)
 	if err == nil {
 		err = errors.Join(errs...)
 	}

@@ -115,7 +115,7 @@ func (p *Provider) readLocks(ctx context.Context, keys []string) ([]Lock, error)
 // ForceRelease deletes key only if owner still holds it: the owner the operator saw. It returns
 // false (and deletes nothing) when the key is gone or now held by someone else.
 func (p *Provider) ForceRelease(ctx context.Context, key, owner string) (bool, error) {
-	res, errs, err := p.scriptBatch(ctx, releaseScript, []string{key}, owner)
+	res, errs, err := p.deleteBatch(ctx, releaseScript, []string{key}, owner)
 	if err == nil {
 		err = errs[0]
 	}

@@ -192,7 +192,7 @@ func (l *Lease) Release(ctx context.Context) (bool, error) {
 	held := time.Since(l.acquired)
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	res, errs, err := l.p.scriptBatch(ctx, releaseScript, l.keys, l.owner)
+	res, errs, err := l.p.deleteBatch(ctx, releaseScript, l.keys, l.owner)
 	if err == nil {
 		// A key that now holds another type is no longer ours: not released, not an error.
 		err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)

@@ -45,7 +45,11 @@ type Options struct {
 	// jittered to 50–100 % of its value; the delay is shared by all keys of one call.
 	BackoffFactor float64
 	// Waker, when set, may end a wait between attempts early (for example on a release
-	// notification). Without it the provider sleeps the backoff delay.
+	// notification from another process). Without it the provider sleeps the backoff delay.
+	// Either way, a wait also ends at once when this Provider itself deletes the key (Release,
+	// Lease.Release, Execute's release, ForceRelease, ForceReleaseAny, ReleaseAll, or the
+	// give-back of a failed acquisition): the Waker's ctx is then cancelled and the waiter
+	// retries immediately. The backoff delay still grows after such a retry.
 	Waker Waker
 	// Observer, when set, receives every lock event (waiting, acquired, released, gave up,
 	// renewed, lost). It is called synchronously and must not block.
@@ -56,6 +60,10 @@ type Options struct {
 
 // Waker ends a wait between two acquisition attempts early. Implementations return when the key
 // may have become free, when d has elapsed, or when ctx is done, whichever comes first.
+//
+// A Waker only needs to learn of releases made elsewhere (other processes, other Providers):
+// the ctx it gets is derived from the caller's and is also cancelled when the Provider that
+// waits deletes redisKey itself, so honouring ctx is enough to be woken by local releases.
 type Waker interface {
 	Wait(ctx context.Context, redisKey string, d time.Duration)
 }

@@ -39,10 +39,13 @@ const (
 )
 
 // Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
-// use; it owns no goroutine except the renewal of leases it hands out.
+// use; it owns no goroutine except the renewal of leases it hands out. When it deletes a key, its
+// own calls waiting for that key retry at once instead of sleeping out their backoff.
 type Provider struct {
 	client redis.UniversalClient
 	opts   Options
+	// wakeups are this Provider's calls waiting for a key, woken when it deletes the key.
+	wakeups wakeups
 	// ioDeadlines: the client applies context deadlines to socket I/O, so a context error may
 	// mean a lost reply rather than an unsent request (see mayHaveRun).
 	ioDeadlines bool
@@ -171,6 +174,18 @@ func (p *Provider) scriptBatch(ctx context.Context, s *redis.Script, keys []stri
 		pending = retry
 	}
 	return results, errs, nil
+}
+
+// deleteBatch runs a deleting script (release or unlink: 1 means deleted) like scriptBatch, then
+// wakes this Provider's waiters on every key it really deleted.
+func (p *Provider) deleteBatch(ctx context.Context, s *redis.Script, keys []string, args ...any) (results []int64, errs []error, err error) {
+	results, errs, err = p.scriptBatch(ctx, s, keys, args...)
+	for i, key := range keys {
+		if errs[i] == nil && results[i] == 1 {
+			p.wakeups.wake(key)
+		}
+	}
+	return results, errs, err
 }
 
 // isReplyError tells a Redis error reply (the command ran and failed) from a transport error.

@@ -22,7 +22,7 @@ func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bo
 	}
 	owner = ownerOrDefault(owner)
 	sorted := normalizeKeys(keys)
-	res, errs, err := p.scriptBatch(ctx, releaseScript, sorted, owner)
+	res, errs, err := p.deleteBatch(ctx, releaseScript, sorted, owner)
 	if err != nil {
 		return false, fmt.Errorf("release %s: %w", quoteKeys(sorted), err)
 	}
@@ -52,7 +52,7 @@ func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
 	owner = ownerOrDefault(owner)
 	released := 0
 	err := p.scanKeys(ctx, func(ctx context.Context, keys []string) error {
-		res, _, err := p.scriptBatch(ctx, unlinkScript, keys, owner)
+		res, _, err := p.deleteBatch(ctx, unlinkScript, keys, owner)
 		if err != nil {
 			return err
 		}
