@@ -33,6 +33,8 @@ type TLSFiles struct {
 }
 
 // Open returns a client for rawURL. The URL is validated here; the connection is made lazily.
+// Context deadlines and cancellation cut Redis I/O that is under way (go-redis's
+// ContextTimeoutEnabled), so a cancelled command never outlives its caller's context.
 func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -62,6 +64,7 @@ func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 		if tlsConf != nil {
 			o.TLSConfig = tlsConf
 		}
+		o.ContextTimeoutEnabled = true
 		return redis.NewClusterClient(o), nil
 	case q.Get("master_name") != "":
 		o, err := redis.ParseFailoverURL(u.String())
@@ -71,6 +74,7 @@ func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 		if tlsConf != nil {
 			o.TLSConfig = tlsConf
 		}
+		o.ContextTimeoutEnabled = true
 		return redis.NewFailoverClient(o), nil
 	default:
 		o, err := redis.ParseURL(u.String())
@@ -80,6 +84,7 @@ func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 		if tlsConf != nil {
 			o.TLSConfig = tlsConf
 		}
+		o.ContextTimeoutEnabled = true
 		return redis.NewClient(o), nil
 	}
 }

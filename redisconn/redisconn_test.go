@@ -55,6 +55,7 @@ func TestOpenStandaloneOptions(t *testing.T) {
 	require.Equal(t, "user", opts.Username)
 	require.Equal(t, "secret", opts.Password)
 	require.Nil(t, opts.TLSConfig)
+	require.True(t, opts.ContextTimeoutEnabled, "a cancelled context must cut Redis I/O under way")
 
 	tlsClient, err := redisconn.Open("rediss://localhost:6380", redisconn.TLSFiles{})
 	require.NoError(t, err)
