@@ -275,7 +275,9 @@ class BridgeConnection {
     }
     this.welcome = msg
     this.maxInFlight = msg.limits?.max_in_flight > 0 ? msg.limits.max_in_flight : 256
-    this.attempt = 0
+    // The backoff is reset only once this connection has proved stable (see the close handler):
+    // a bridge that welcomes and then drops at once must not be hammered every 100 ms.
+    this.connectedAt = Date.now()
     this.lastError = null
     this.fatal = null
     this.logger?.info?.(`locking-bridge: connected to the bridge at ${this.display} (namespace "${msg.namespace}")`)
@@ -328,6 +330,7 @@ class BridgeConnection {
     this.lastError = socket.error ?? new Error(why)
     if (socket.error?.fatal) this.fatal = socket.error
     if (wasConnected) {
+      if (Date.now() - this.connectedAt >= this.reconnectMaxDelayMs) this.attempt = 0
       this.logger?.warn?.(`locking-bridge: lost the connection to the bridge at ${this.display}: ${why}; reconnecting`)
       const lost = lockingError(
         Types.UNEXPECTED_STATE,

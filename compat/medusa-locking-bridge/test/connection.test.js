@@ -235,3 +235,28 @@ describe("token authentication", () => {
     assert.equal(await locks.execute("auth_prefixed", async () => "leases are allowed"), "leases are allowed")
   })
 })
+
+describe("a bridge that welcomes and drops at once", () => {
+  test("is not hammered: the reconnect backoff keeps growing until a connection proves stable", async () => {
+    const { WebSocketServer } = require("ws")
+    const port = await freePort()
+    let connections = 0
+    const server = new WebSocketServer({ host: "127.0.0.1", port, handleProtocols: (protocols) => [...protocols][0] })
+    server.on("connection", (ws) => {
+      connections++
+      ws.send(JSON.stringify({ type: "welcome", version: 1, namespace: NS, limits: { max_in_flight: 8 } }))
+      ws.close(1001, "going away")
+    })
+    const locks = createBridgeLockingProvider({ url: `ws://127.0.0.1:${port}/ws`, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 400 })
+    try {
+      await waitFor("a first connection", () => connections >= 1)
+      await sleep(1200)
+      // Backing off 20, 40, 80, 160, 320, 400… ms gives well under 15 connections in 1.2 s;
+      // resetting on every welcome reconnected every 10-20 ms (60 or more).
+      assert.ok(connections < 15, `${connections} connections in 1.2 s: the backoff was reset by each welcome`)
+    } finally {
+      await locks.close()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+})
