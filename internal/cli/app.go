@@ -18,12 +18,13 @@ import (
 const (
 	// ExitOK: the command did what was asked.
 	ExitOK = 0
-	// ExitError: a runtime error (bad Redis URL or TLS files, Redis unreachable, Redis error).
+	// ExitError: a runtime error (bad Redis URL or TLS files, Redis unreachable, Redis error,
+	// an audit log that cannot be opened).
 	ExitError = 1
 	// ExitUsage: an unknown command or flag, a missing argument or a bad flag value.
 	ExitUsage = 2
 	// ExitConflict: acquire found a key held by another owner; release did not release every
-	// key (not held, or held by another owner).
+	// key (not held, held by another owner, or not a lock).
 	ExitConflict = 3
 	// ExitTimedOut: run did not get the lock within --timeout (EX_TEMPFAIL of sysexits.h).
 	ExitTimedOut = 75
@@ -85,9 +86,10 @@ type ConsoleConfig struct {
 	TLS redisconn.TLSFiles
 	// ReadOnly (--read-only) disables every action that changes a lock.
 	ReadOnly bool
-	// AuditLog (--audit-log PATH) is a file to append the console's actions to; "" for none.
+	// AuditLog (--audit-log PATH) is the file to append the audit records to; "" means
+	// audit.DefaultPath() (see OpenAudit).
 	AuditLog string
-	// AuditStream (--audit-stream NAME) is a Redis stream to add the console's actions to;
+	// AuditStream (--audit-stream NAME) is a Redis stream to add the audit records to as well;
 	// "" for none.
 	AuditStream string
 	// Refresh (--refresh) is how often the console re-reads the locks; default DefaultRefresh.
@@ -178,15 +180,16 @@ func (s *session) run(ctx context.Context, args []string) int {
 	if cmd == nil {
 		return s.fail(usagef("", "unknown command %q", name))
 	}
-	if !cmd.console {
-		if cf := o.consoleFlagSet(); cf != "" {
-			return s.fail(usagef(cmd.name, "--%s applies only to the console and demo, not to %s", cf, cmd.name))
-		}
+	if err := o.misplacedFlag(cmd); err != nil {
+		return s.fail(err)
 	}
 	fs := newFlagSet(cmd.name)
 	o.globalFlags(fs)
-	if cmd.console {
+	switch {
+	case cmd.console:
 		o.consoleFlags(fs)
+	case cmd.audited:
+		o.auditFlags(fs)
 	}
 	if cmd.flags != nil {
 		cmd.flags(fs, o)

@@ -14,6 +14,7 @@ type command struct {
 	summary  string // one line for the command list
 	help     string // the command's own help: description and flags
 	console  bool   // accepts the console flags
+	audited  bool   // accepts the audit flags (--audit-log, --audit-stream) and writes the trail
 	flags    func(fs *flag.FlagSet, o *options)
 	run      func(ctx context.Context, s *session, o *options, p parsedArgs) int
 }
@@ -62,10 +63,16 @@ Failed to acquire lock for key "KEY".
 			help: `Release every KEY. With --owner, only keys OWNER holds are deleted (owner-checked, as stock
 release). With --force, each key is deleted whoever holds it now (compare-and-delete, so a key
 that changes hands in between is not deleted blindly) and the owner it had is printed.
-Exits 0 when every key was released, 3 when some key was not (not held, or another owner's).
+Exits 0 when every key was released, 3 when some key was not (not held, another owner's, or
+not a lock).
+
+Each key is audited (see Audit flags) with its result (released, not_held or error):
+--force as force_release_any with the owner the key had, --owner as force_release (the
+owner-checked delete the console's d does) with OWNER.
 
   --owner OWNER   release only OWNER's locks ("*" for the anonymous owner)
-  --force         release whoever holds each key`,
+  --force         release whoever holds each key (--force=false: not --force false)`,
+			audited: true,
 			flags: func(fs *flag.FlagSet, o *options) {
 				fs.StringVar(&o.owner, "owner", "", "owner")
 				fs.BoolVar(&o.force, "force", false, "any owner")
@@ -77,9 +84,11 @@ Exits 0 when every key was released, 3 when some key was not (not held, or anoth
 			summary: "release every lock of one owner",
 			help: `Release every lock in the namespace held by OWNER and print how many were released (0 is
 not an error). --owner is required: locktui does not guess ("*" releases the anonymous
-owner's locks only, as stock releaseAll without an owner does).
+owner's locks only, as stock releaseAll without an owner does). It is audited (see Audit
+flags) as one release_owner record with OWNER and the count.
 
   --owner OWNER   the owner whose locks to release`,
+			audited: true,
 			flags: func(fs *flag.FlagSet, o *options) {
 				fs.StringVar(&o.owner, "owner", "", "owner")
 			},
@@ -93,6 +102,11 @@ COMMAND with locktui's stdin, stdout and stderr, renew the lease while it runs, 
 it when the command exits. SIGINT, SIGTERM and SIGHUP are forwarded to the command.
 If the lease is lost (a key expired or changed owner), the command gets SIGTERM, then SIGKILL
 after --grace, and locktui exits 76.
+
+On Linux, if locktui itself dies (kill -9, the OOM killer), the kernel kills the command with
+SIGKILL, so it cannot run on without the lock. This covers the command's own process only:
+processes it starts (sh -c 'a; b' starts a) survive, and so does a set-user-ID command. On
+other systems the command keeps running in that case, without the lock once the lease expires.
 
   --timeout D   how long to wait for the keys (default 5s); then exit 75 with
                 Timed-out acquiring lock.
@@ -148,22 +162,31 @@ const globalHelp = `Global flags:
   --tls-key FILE     client key for mutual TLS
 `
 
-const consoleHelp = `Console flags:
-  --read-only        show locks, change nothing
-  --audit-log PATH   append every action of the console to PATH
-  --audit-stream S   add every action of the console to the Redis stream S
+const consoleHelp = `Console flags (the console and demo; they take the audit flags too):
+  --read-only        show locks, change nothing (and audit nothing)
   --refresh D        how often to re-read the locks (default 1s)
 `
 
+const auditHelp = `Audit flags (the console, demo, release and release-all): every change to a lock is recorded
+(time, operator user@host, action, key, owner, result, count):
+  --audit-log PATH   in the file PATH (default $XDG_STATE_HOME/locktui/audit.jsonl, else
+                     ~/.local/state/locktui/audit.jsonl)
+  --audit-stream S   and in the Redis stream S
+If the trail cannot be opened, nothing is changed (exit 1). A record that cannot be written
+after the change is a warning on stderr; the exit code still tells what happened to the locks.
+`
+
 const flagsHelp = `Flags go before or after the command and between its arguments, as --flag value or
---flag=value; -- ends the flags. D is a duration such as 500ms, 30s, 5m, or seconds as a number.
+--flag=value; -- ends the flags. Boolean flags take no separate value: --force=false, not
+--force false. D is a duration such as 500ms, 30s, 5m, or seconds as a number.
 `
 
 const exitHelp = `Exit codes:
   0      success
-  1      error: bad Redis URL or TLS files, Redis unreachable, Redis error
+  1      error: bad Redis URL or TLS files, Redis unreachable, Redis error, audit log unusable
   2      usage error: unknown command or flag, missing argument, bad value
-  3      acquire: a key is held by another owner; release: not every key was released
+  3      acquire: a key is held by another owner; release: not every key was released (not
+         held, another owner's, or not a lock)
   75     run: timed out waiting for the lock
   76     run: the lease was lost while the command ran
   126    run: the command could not be started
@@ -182,7 +205,7 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
-	fmt.Fprint(w, "\n"+globalHelp+"\n"+consoleHelp+"\n"+flagsHelp+"\n"+exitHelp+"\n")
+	fmt.Fprint(w, "\n"+globalHelp+"\n"+consoleHelp+"\n"+auditHelp+"\n"+flagsHelp+"\n"+exitHelp+"\n")
 	fmt.Fprint(w, "Run 'locktui COMMAND --help' for a command's details.\n")
 }
 
@@ -191,6 +214,9 @@ func printCommandUsage(w io.Writer, c *command) {
 	fmt.Fprintf(w, "Usage: locktui %s\n\n%s\n\n%s", c.synopsis, c.help, globalHelp)
 	if c.console {
 		fmt.Fprint(w, "\n"+consoleHelp)
+	}
+	if c.console || c.audited {
+		fmt.Fprint(w, "\n"+auditHelp)
 	}
 	fmt.Fprint(w, "\n"+flagsHelp+"\n"+exitHelp)
 }

@@ -6,8 +6,31 @@
 // package holds no global state and tests drive App.Run with arguments and buffers.
 //
 // Flags may appear before or after the command and between its arguments, as --flag value or
-// --flag=value (a single dash works too); "--" ends the flags. Exit codes are the Exit*
-// constants and are listed in the usage text.
+// --flag=value (a single dash works too); "--" ends the flags. A boolean flag takes no separate
+// value, and a lone "true" or "false" right after one is a usage error ("release KEY --force
+// false" would otherwise force-release a key called "false" too): write --force=false. Exit
+// codes are the Exit* constants and are listed in the usage text.
+//
+// release and release-all audit every key they touch, like the console, through the same
+// ConsoleConfig.OpenAudit: to --audit-log (default audit.DefaultPath()) and to --audit-stream
+// when given, with operator audit.Operator():
+//   - release --force: one force_release_any record per distinct key with the owner the key had
+//     (empty when it was not held) and the result released, not_held or error.
+//   - release --owner: one force_release record per distinct key with OWNER. audit/ has no
+//     plain "release" action, and none is needed: an owner-checked release of one key is the
+//     compare-and-delete the console's d performs and audits under that name, so one action
+//     means one operation whichever tool did it.
+//   - release-all: one release_owner record with the owner and the number of locks released
+//     (result not_held when 0).
+//   - acquire and run are not audited: they take locks under an owner and give back only their
+//     own.
+//
+// The trail is opened before anything is released; when it cannot be (no home directory, an
+// unwritable path) the command changes nothing and exits 1. A record that cannot be written
+// after the release happened (disk full, the stream unreachable or of another type) is one
+// "locktui: warning: could not audit …" line on stderr, and the exit code stays the release's
+// own (0 or 3): it tells scripts what happened to the locks, which a failed audit write does
+// not undo, as run's warning about a lease it could not give back leaves its code alone.
 //
 // Decisions the issue left open:
 //   - list --json includes keys under the namespace that are not locks (another Redis type)
@@ -21,4 +44,12 @@
 //     never takes the lock at all.
 //   - run forwards SIGINT, SIGTERM and SIGHUP to the command. In a terminal, Ctrl-C reaches the
 //     command from the terminal as well, so it may see SIGINT twice.
+//   - run's command dies with locktui on Linux: it is started with a parent-death signal
+//     (SIGKILL), so a locktui killed with SIGKILL or by the OOM killer does not leave it running
+//     without the lock after the lease expires. The signal covers the command's process only
+//     (not processes it starts without exec) and is cleared when it execs a set-user-ID,
+//     set-group-ID or file-capability program. Other systems have no such signal here: there
+//     the command outlives a killed locktui, and the lock expires under it.
+//   - release --owner of a key that is not a lock (another Redis type) is a conflict ("not a
+//     lock", exit 3), as for --force, not a Redis error.
 package cli

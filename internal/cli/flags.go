@@ -42,8 +42,12 @@ type options struct {
 	set map[string]bool
 }
 
-// consoleFlagNames are the flags only the console and the demo accept.
-var consoleFlagNames = []string{"read-only", "audit-log", "audit-stream", "refresh"}
+// consoleFlagNames are the flags only the console and the demo accept, and auditFlagNames those
+// that the commands that release locks accept as well.
+var (
+	consoleFlagNames = []string{"read-only", "audit-log", "audit-stream", "refresh"}
+	auditFlagNames   = []string{"audit-log", "audit-stream"}
+)
 
 func newOptions(getenv func(string) string) *options {
 	url := getenv("REDIS_URL")
@@ -75,9 +79,15 @@ func (o *options) globalFlags(fs *flag.FlagSet) {
 
 func (o *options) consoleFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.readOnly, "read-only", o.readOnly, "no changes")
+	o.auditFlags(fs)
+	fs.Var(durationFlag{&o.refresh}, "refresh", "refresh interval")
+}
+
+// auditFlags are the console's flags that name the audit trail; release and release-all take
+// them too.
+func (o *options) auditFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.auditLog, "audit-log", o.auditLog, "audit file")
 	fs.StringVar(&o.auditStream, "audit-stream", o.auditStream, "audit stream")
-	fs.Var(durationFlag{&o.refresh}, "refresh", "refresh interval")
 }
 
 // record notes which flags of fs the command line set.
@@ -85,14 +95,23 @@ func (o *options) record(fs *flag.FlagSet) {
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 }
 
-// consoleFlagSet returns the name of a console flag that was set, or "".
-func (o *options) consoleFlagSet() string {
+// misplacedFlag returns a usage error for the first console flag set on the command line (for
+// example before the command name) that c does not accept, or nil.
+func (o *options) misplacedFlag(c *command) error {
 	for _, name := range consoleFlagNames {
-		if o.set[name] {
-			return name
+		if !o.set[name] || c.console {
+			continue
+		}
+		switch audits := slices.Contains(auditFlagNames, name); {
+		case audits && c.audited:
+			continue
+		case audits:
+			return usagef(c.name, "--%s applies only to the console, demo, release and release-all, not to %s", name, c.name)
+		default:
+			return usagef(c.name, "--%s applies only to the console and demo, not to %s", name, c.name)
 		}
 	}
-	return ""
+	return nil
 }
 
 // validateGlobal checks the global flags.
@@ -202,7 +221,8 @@ type parsedArgs struct {
 func (p parsedArgs) all() []string { return append(slices.Clone(p.positional), p.tail...) }
 
 // parseArgs sets the flags of fs wherever they appear in args: "-name", "--name", with the
-// value as the next argument or after "=" (boolean flags take no separate value). Other
+// value as the next argument or after "=" (boolean flags take no separate value, and a lone
+// "true" or "false" right after one is refused rather than taken as an argument). Other
 // arguments are returned in order; "--" ends the flags. With stopAtFirst the parse stops at the
 // first non-flag argument, which starts positional followed by everything after it.
 func parseArgs(fs *flag.FlagSet, args []string, stopAtFirst bool) (parsedArgs, error) {
@@ -234,6 +254,10 @@ func parseArgs(fs *flag.FlagSet, args []string, stopAtFirst bool) (parsedArgs, e
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
 			if !hasValue {
 				value = "true"
+				if i+1 < len(args) && (args[i+1] == "true" || args[i+1] == "false") {
+					return p, usagef("", "%s takes no separate value (%q would be read as an argument); write %s=%s",
+						spelled, args[i+1], spelled, args[i+1])
+				}
 			}
 		} else if !hasValue {
 			if i+1 >= len(args) {

@@ -3,6 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +21,27 @@ import (
 func TestMain(m *testing.M) {
 	// go-redis logs failed dials itself; the tests of unreachable servers would fill the log.
 	redis.SetLogger(quietLogger{})
-	goleak.VerifyTestMain(m)
+	// release and release-all audit to audit.DefaultPath() unless --audit-log is given: keep
+	// that default in a scratch directory, never in the developer's home.
+	state, err := os.MkdirTemp("", "locktui-cli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := 1
+	if err := os.Setenv("XDG_STATE_HOME", state); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	} else {
+		code = m.Run()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 type quietLogger struct{}

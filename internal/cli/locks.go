@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -120,6 +121,11 @@ func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(err)
 	}
 	defer c.Close()
+	tr, err := s.openTrail(o, c)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer tr.Close()
 
 	all := true
 	seen := map[string]bool{}
@@ -128,7 +134,7 @@ func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
 			continue
 		}
 		seen[key] = true
-		released, err := s.releaseOne(ctx, c.p, key, o)
+		released, err := s.releaseOne(ctx, c.p, tr, key, o)
 		if err != nil {
 			return s.fail(err)
 		}
@@ -140,31 +146,43 @@ func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	return ExitOK
 }
 
-// releaseOne releases one key as release asks and reports the outcome: released keys on
-// stdout, the others on stderr with the reason.
-func (s *session) releaseOne(ctx context.Context, p *provider.Provider, key string, o *options) (bool, error) {
+// releaseOne releases one key as release asks, audits it, and reports the outcome: released
+// keys on stdout, the others on stderr with the reason. --force is audited as
+// force_release_any with the owner the key had; --owner as force_release, the owner-checked
+// compare-and-delete the console's d does (see the package documentation).
+func (s *session) releaseOne(ctx context.Context, p *provider.Provider, tr *trail, key string, o *options) (bool, error) {
+	action, owner := audit.ActionForceRelease, o.owner
+	var ok bool
+	var err error
 	if o.force {
-		owner, ok, err := p.ForceReleaseAny(ctx, key)
-		if err != nil {
-			return false, err
-		}
-		if ok {
-			fmt.Fprintf(s.stdout, "released %q (owner %q)\n", key, owner)
-		} else {
-			s.whyNotReleased(ctx, p, key, "")
-		}
-		return ok, nil
-	}
-	ok, err := p.Release(ctx, []string{key}, o.owner)
-	if err != nil {
-		return false, err
-	}
-	if ok {
-		fmt.Fprintf(s.stdout, "released %q\n", key)
+		action = audit.ActionForceReleaseAny
+		owner, ok, err = p.ForceReleaseAny(ctx, key)
 	} else {
-		s.whyNotReleased(ctx, p, key, o.owner)
+		ok, err = p.Release(ctx, []string{key}, o.owner)
+		if err != nil && isForeign(ctx, p, key) {
+			err = nil // WRONGTYPE: not a lock, which whyNotReleased reports as for --force
+		}
 	}
-	return ok, nil
+	count := 0
+	switch {
+	case err != nil:
+	case !ok:
+		s.whyNotReleased(ctx, p, key, o.owner)
+	case o.force:
+		count = 1
+		fmt.Fprintf(s.stdout, "released %q (owner %q)\n", key, owner)
+	default:
+		count = 1
+		fmt.Fprintf(s.stdout, "released %q\n", key)
+	}
+	tr.write(ctx, audit.Record{Action: action, Key: key, Owner: owner, Result: auditResult(count, err), Count: count})
+	return ok, err
+}
+
+// isForeign reports whether key exists under the namespace but is not a lock.
+func isForeign(ctx context.Context, p *provider.Provider, key string) bool {
+	l, held, err := p.Get(ctx, key)
+	return err == nil && held && l.Foreign
 }
 
 // whyNotReleased says on stderr why key was not released for owner ("" for any owner).
@@ -193,7 +211,13 @@ func runReleaseAll(ctx context.Context, s *session, o *options, p parsedArgs) in
 		return s.fail(err)
 	}
 	defer c.Close()
+	tr, err := s.openTrail(o, c)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer tr.Close()
 	n, err := c.p.ReleaseAll(ctx, o.owner)
+	tr.write(ctx, audit.Record{Action: audit.ActionReleaseOwner, Owner: o.owner, Result: auditResult(n, err), Count: n})
 	if err != nil {
 		return s.fail(err)
 	}

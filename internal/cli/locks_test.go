@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -235,4 +236,52 @@ func TestObserverSeesCommandEvents(t *testing.T) {
 	requireCode(t, runApp(t, app, "release", "k", "--owner", "o", "--redis", e.srv.URL), cli.ExitOK)
 	require.Equal(t, "acquired k o,released k o", strings.Join(kinds, ","))
 	require.True(t, closed)
+}
+
+// A boolean flag takes no separate value: "--force false" would make "false" a key and
+// force-release the others, so a lone "true" or "false" after a boolean flag is refused.
+func TestBoolFlagFollowedByTrueOrFalse(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	require.NoError(t, e.p.Acquire(ctx, []string{"k", "true"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
+	app := newApp(nil, nil)
+	app.Console = func(context.Context, cli.ConsoleConfig) error { return nil }
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"release", "k", "--force", "false"}, "--force=false"},
+		{[]string{"release", "k", "-force", "true"}, "-force=true"},
+		{[]string{"list", "--json", "false"}, "--json=false"},
+		{[]string{"--read-only", "false"}, "--read-only=false"},
+	} {
+		r := runApp(t, app, append(tt.args, "--redis", e.srv.URL)...)
+		requireCode(t, r, cli.ExitUsage)
+		require.Empty(t, r.stdout)
+		requireOneErrorLine(t, r, "takes no separate value", tt.want)
+		require.Equal(t, "o", e.holder(t, "k"), "args %q released the key", tt.args)
+	}
+	// With "=" the value is the flag's; a key called "true" is a key where no boolean flag
+	// precedes it.
+	r := run(t, "release", "true", "--force=false", "--owner", "o", "--redis", e.srv.URL, "--audit-log", filepath.Join(t.TempDir(), "a"))
+	requireCode(t, r, cli.ExitOK)
+	require.Equal(t, "released \"true\"\n", r.stdout)
+	require.Equal(t, "o", e.holder(t, "k"))
+}
+
+// A key of another type under the namespace is "not a lock" for --owner as for --force: a
+// conflict (exit 3), not a Redis error, and the other keys are still released.
+func TestReleaseOwnerOfAKeyThatIsNotALock(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	require.NoError(t, e.p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
+	require.NoError(t, e.srv.Client(t).HSet(ctx, "medusa_lock:hash", "f", "v").Err())
+	r := run(t, "release", "hash", "a", "--owner", "o", "--redis", e.srv.URL)
+	requireCode(t, r, cli.ExitConflict)
+	require.Equal(t, "released \"a\"\n", r.stdout)
+	requireOneErrorLine(t, r, `"hash" is not a lock (a key of another type); not released`)
+	require.NotContains(t, r.stderr, "WRONGTYPE")
+	n, err := e.srv.Client(t).Exists(ctx, "medusa_lock:hash").Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
 }

@@ -56,11 +56,12 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	if lease == nil {
 		return code
 	}
-	if err := cmd.Start(); err != nil {
+	waited, err := startCommand(cmd)
+	if err != nil {
 		s.releaseLease(ctx, lease)
 		return s.cannotStart(p.tail[0], err)
 	}
-	return s.supervise(ctx, cmd, lease, sigs, o.grace)
+	return s.supervise(ctx, cmd, waited, lease, sigs, o.grace)
 }
 
 // takeLease waits for the keys. On failure it returns a nil lease and the exit code.
@@ -86,11 +87,9 @@ func (s *session) takeLease(ctx context.Context, p *provider.Provider, keys []st
 	}
 }
 
-// supervise waits for the started command while forwarding signals and watching the lease,
-// then releases the lease and returns run's exit code.
-func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, lease *provider.Lease, sigs <-chan os.Signal, grace time.Duration) int {
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+// supervise waits for the started command (its cmd.Wait result arrives on waited) while
+// forwarding signals and watching the lease, then releases the lease and returns run's exit code.
+func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan error, lease *provider.Lease, sigs <-chan os.Signal, grace time.Duration) int {
 
 	var killTimer *time.Timer
 	var kill <-chan time.Time

@@ -14,7 +14,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/internal/demo"
@@ -92,7 +91,7 @@ func run(ctx context.Context, cfg cli.ConsoleConfig, client redis.UniversalClien
 		Refresh:   cfg.Refresh,
 	}
 	if !cfg.ReadOnly {
-		sink, closeSink, err := openAudit(cfg, client)
+		sink, closeSink, err := cfg.OpenAudit(client)
 		if err != nil {
 			return err
 		}
@@ -107,27 +106,6 @@ func run(ctx context.Context, cfg cli.ConsoleConfig, client redis.UniversalClien
 		})
 	}
 	return tui.Run(ctx, tcfg)
-}
-
-// openAudit opens the audit file (--audit-log, else the default path) and the optional stream.
-func openAudit(cfg cli.ConsoleConfig, client redis.UniversalClient) (audit.Sink, func(), error) {
-	path := cfg.AuditLog
-	if path == "" {
-		p, err := audit.DefaultPath()
-		if err != nil {
-			return nil, nil, fmt.Errorf("no audit log path (give one with --audit-log): %w", err)
-		}
-		path = p
-	}
-	file, err := audit.NewFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open the audit log (choose another with --audit-log): %w", err)
-	}
-	sinks := []audit.Sink{file}
-	if cfg.AuditStream != "" {
-		sinks = append(sinks, audit.NewStream(client, cfg.AuditStream, 0))
-	}
-	return audit.Multi(sinks...), func() { _ = file.Close() }, nil
 }
 
 // NewObserver publishes the lock events of CLI commands (source "cli") so a console watching
