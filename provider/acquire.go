@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // AcquireOptions are the arguments of Acquire, with stock Medusa's meaning.
@@ -16,19 +19,32 @@ type AcquireOptions struct {
 	// Expire is the lock's TTL, rounded up to whole seconds (1.5 s gives 2 s; stock rejects
 	// fractions with a Redis error); below one second, negative included, it is 1 s, as stock
 	// clamps it. Zero makes a lock that never expires, as stock does when expire is omitted; a
-	// same-owner re-acquire rewrites the TTL, and without Expire clears it.
+	// same-owner re-acquire rewrites the TTL, and without Expire clears it (a call that fails
+	// puts the previous TTL back; see Acquire).
 	Expire time.Duration
 	// AwaitQueue waits (with jittered exponential backoff) until every key is free instead of
 	// failing at once. Stock Medusa waits forever; here the wait ends with ctx. A release of the
-	// key by this same Provider ends the backoff sleep at once (see Options.Waker).
+	// key by this same Provider ends the backoff sleep at once (see Options.Waker). With an
+	// Expire, the keys held while waiting for later ones are extended every Expire/3, and after
+	// any wait every key is confirmed to be the owner's (and extended to the full Expire) before
+	// Acquire returns: a key lost meanwhile is waited for again.
 	AwaitQueue bool
 }
 
 // Acquire takes every key for opts.Owner. Without AwaitQueue it fails at once with a
 // *ConflictError (ErrNotAcquired) naming the first held key in argument order; with AwaitQueue it
-// waits until ctx is done (the error then also matches ctx's cause, e.g. context.Canceled). On
-// failure the keys this call took are given back; keys the owner already held stay held. Keys are
-// de-duplicated and taken in sorted order. A Redis error is returned wrapped with the key.
+// waits until ctx is done (the error then also matches ctx's cause, e.g. context.Canceled). Keys
+// are de-duplicated and taken in sorted order. A Redis error is returned wrapped with the key.
+//
+// On failure the keys this call took are given back, and keys the owner already held stay held
+// with the lifetime they had left: a re-entry rewrites a key's TTL before the call knows whether
+// it gets every key, so a failed call puts the previous TTL back (owner-checked, less the time
+// since it was read; 1 ms if it ran out meanwhile; no expiry if there was none). Two limits
+// remain. A same-owner call on the same key at the same time may see its TTL overwritten by that
+// restore. And a key this call took but cannot tell from one the owner held before stays held
+// by the owner until its TTL ends (never without Expire): a key whose outcome is unknown after a
+// Redis error, or one whose reply was lost and whose pipeline go-redis resent (the second run
+// reports a re-entry). Execute and leases without an Owner have neither limit.
 func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptions) error {
 	if len(keys) == 0 {
 		return nil
@@ -44,10 +60,12 @@ func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptio
 // acquireOnce tries every key once, in one pipeline, and rolls back on any failure.
 func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string, ttl int64) error {
 	sorted := normalizeKeys(keys)
-	res, errs, err := p.scriptBatch(ctx, acquireScript, sorted, owner, ttl)
+	res, errs, err := p.acquireBatch(ctx, sorted, owner, ttl)
+	h := newHoldings(owner, false)
+	h.record(sorted, res, errs, time.Now())
 	if err != nil {
 		// Keys whose outcome is unknown are left alone: the owner may have held them before.
-		p.giveBack(ctx, freshIn(sorted, res, errs), owner)
+		p.putBack(ctx, h)
 		return fmt.Errorf("acquire %s: %w", quoteKeys(sorted), err)
 	}
 	failed := map[string]error{}
@@ -55,7 +73,7 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string,
 		switch {
 		case errs[i] != nil:
 			failed[key] = fmt.Errorf("acquire %q: %w", key, errs[i])
-		case res[i] == acquireHeld:
+		case res[i].status == acquireHeld:
 			failed[key] = notAcquired(key)
 		}
 	}
@@ -65,7 +83,7 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string,
 		}
 		return nil
 	}
-	p.giveBack(ctx, freshIn(sorted, res, errs), owner)
+	p.putBack(ctx, h)
 	for _, key := range sorted {
 		if failed[key] != nil {
 			p.emit(EventGaveUp, key, owner, 0, 0)
@@ -80,135 +98,108 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string,
 	return nil // unreachable: every failed key is one of keys
 }
 
-// acquireQueued takes the keys in sorted order, waiting on each held key with backoff, and holds
-// only a sorted prefix while it waits, which rules out lock-order deadlocks between callers of
-// this provider. When ctx ends first, everything it took is
-// given back and the error is a *ConflictError (ErrNotAcquired) that also matches ctx's cause.
-//
-// Every attempt is preceded by a wake-up registration on the keys it tries (see wakeups), so a
-// wait on a key this Provider deletes ends at once, whether the Waker sleeps or listens.
-//
-// exclusive says that owner is unique to this call (an Execute or lease owner), so it held none
-// of the keys before: then a key whose attempt had an unknown outcome (a reply lost to a read
-// timeout or a broken connection) is given back as well, owner-checked.
-func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner string, ttl int64, exclusive bool) error {
-	sorted := normalizeKeys(keys)
-	started := time.Now()
-	delay := p.opts.DefaultRetryInterval
-	var taken []string // keys to give back on failure
-	var wake *wakeup   // the registration of the current attempt
-	defer func() { wake.stop() }()
-	fail := func(err error) error {
-		p.giveBack(ctx, taken, owner)
-		return err
-	}
-	// settle records a batch's outcome for the give-back and returns the first key with an
-	// error and that error.
-	settle := func(batch []string, res []int64, errs []error) (string, error) {
-		taken = append(taken, freshIn(batch, res, errs)...)
-		var firstKey string
-		var firstErr error
-		for j, key := range batch {
-			if errs[j] == nil {
-				continue
-			}
-			if exclusive && !isReplyError(errs[j]) && p.mayHaveRun(errs[j]) {
-				taken = append(taken, key)
-			}
-			if firstErr == nil {
-				firstKey, firstErr = key, errs[j]
-			}
-		}
-		return firstKey, firstErr
-	}
-	// ended is the error for a wait cut short by ctx while trying key.
-	ended := func(key string) error {
-		p.emit(EventGaveUp, key, owner, time.Since(started), 0)
-		ce := notAcquired(key)
-		ce.cause = context.Cause(ctx)
-		return fail(ce)
-	}
-	for i := 0; i < len(sorted); {
-		// Fast path: try every remaining key in one round trip.
-		rest := sorted[i:]
-		wake = p.wakeups.register(ctx, rest)
-		res, errs, err := p.scriptBatch(ctx, acquireScript, rest, owner, ttl)
-		if key, kerr := settle(rest, res, errs); kerr != nil {
-			if err != nil && ctx.Err() != nil {
-				return ended(key) // the attempt was cut short by the end of the wait
-			}
-			if err == nil {
-				err = kerr
-			}
-			return fail(fmt.Errorf("acquire %q: %w", key, err))
-		}
-		blocked := -1
-		var beyond []string // fresh keys after the first blocked one: given back at once
-		for j, key := range rest {
-			switch {
-			case res[j] == acquireHeld && blocked < 0:
-				blocked = j
-			case res[j] == acquireFresh && blocked >= 0:
-				beyond = append(beyond, key)
-			}
-		}
-		if blocked < 0 {
-			break
-		}
-		i += blocked
-		key := sorted[i]
-		// Before the give-back below, which would otherwise wake this very wait.
-		wake.narrow(key)
-		taken = slices.DeleteFunc(taken, func(k string) bool { return slices.Contains(beyond, k) })
-		p.giveBack(ctx, beyond, owner)
-		p.emit(EventWaiting, key, owner, 0, 0)
-		for {
-			p.opts.Waker.Wait(wake.ctx, p.RedisKey(key), jitter(delay))
-			wake.stop()
-			// The delay grows after a wake-up too, as after any failed attempt. A wake-up only
-			// says the key was free for an instant: when another caller wins the race, the key
-			// is held again and this waiter's next sleep stays bounded by the backoff, as in
-			// stock. Not resetting costs local waiters nothing (the next release here wakes
-			// them again at once) and keeps waiters on a key that another process won from
-			// turning each local release into a burst of fast polling.
-			delay = min(time.Duration(float64(delay)*p.opts.BackoffFactor), p.opts.MaximumRetryInterval)
-			if ctx.Err() != nil {
-				return ended(key)
-			}
-			wake = p.wakeups.register(ctx, sorted[i:i+1])
-			r, errs, err := p.scriptBatch(ctx, acquireScript, []string{key}, owner, ttl)
-			if _, kerr := settle([]string{key}, r, errs); kerr != nil {
-				if err != nil && ctx.Err() != nil {
-					return ended(key)
-				}
-				if err == nil {
-					err = kerr
-				}
-				p.emit(EventGaveUp, key, owner, time.Since(started), 0)
-				return fail(fmt.Errorf("acquire %q: %w", key, err))
-			}
-			if r[0] != acquireHeld {
-				break
-			}
-		}
-		wake.stop()
-		i++
-	}
-	for _, key := range sorted {
-		p.emit(EventAcquired, key, owner, time.Since(started), 0)
-	}
-	return nil
+// holdings is what an acquisition must put back if it fails: the keys it took, to delete, and
+// the keys its owner already held, whose lifetime it rewrote, to restore. Both owner-checked.
+type holdings struct {
+	owner string
+	// exclusive says that owner is unique to this call (an Execute or lease owner generated
+	// here), so it held none of the keys before.
+	exclusive bool
+	taken     map[string]bool    // deleted on failure
+	reentered map[string]reentry // their lifetime restored on failure
 }
 
-// freshIn lists the keys of one batch that the script took fresh.
-func freshIn(keys []string, res []int64, errs []error) []string {
-	var out []string
+// reentry is a key that the owner held before the call re-entered it.
+type reentry struct {
+	pttl int64     // its PTTL in milliseconds before the call; -1: no expiry
+	at   time.Time // when that was read
+}
+
+func newHoldings(owner string, exclusive bool) *holdings {
+	return &holdings{owner: owner, exclusive: exclusive, taken: map[string]bool{}, reentered: map[string]reentry{}}
+}
+
+// record notes one acquire batch's replies, read at time at.
+//
+// With an exclusive owner, a key the call took is given back whether the script replied "fresh"
+// or "re-entered" (go-redis resends a pipeline whose reply it lost, and the resent script then
+// finds the key taken by the first run), and so is a key whose outcome is unknown (a transport
+// error: the script may have run, whatever error the call saw last). An owner-checked delete
+// under an owner of its own can only remove what this call took. With a caller's owner, a
+// re-entry is a key the owner held before, and a key of unknown outcome is left alone.
+func (h *holdings) record(keys []string, res []acquireReply, errs []error, at time.Time) {
 	for i, key := range keys {
-		if errs[i] == nil && res[i] == acquireFresh {
-			out = append(out, key)
+		switch {
+		case errs[i] != nil:
+			if h.exclusive && !isReplyError(errs[i]) {
+				h.taken[key] = true
+			}
+		case res[i].status == acquireFresh, h.exclusive && res[i].status == acquireReentered:
+			h.taken[key] = true
+			delete(h.reentered, key)
+		case res[i].status == acquireReentered:
+			if _, seen := h.reentered[key]; !seen && !h.taken[key] {
+				h.reentered[key] = reentry{pttl: res[i].prevPTTL, at: at}
+			}
+		}
+	}
+}
+
+// detach moves keys out of h, into holdings of their own that the caller puts back at once.
+func (h *holdings) detach(keys []string) *holdings {
+	out := newHoldings(h.owner, h.exclusive)
+	for _, key := range keys {
+		if h.taken[key] {
+			out.taken[key] = true
+			delete(h.taken, key)
+		}
+		if r, ok := h.reentered[key]; ok {
+			out.reentered[key] = r
+			delete(h.reentered, key)
 		}
 	}
 	return out
+}
+
+// forget drops key, no longer the call's, from everything the call would put back.
+func (h *holdings) forget(key string) {
+	delete(h.taken, key)
+	delete(h.reentered, key)
+}
+
+// putBack undoes a failed acquisition, even after ctx ended: it deletes the keys the call took
+// and gives the keys the owner already held the lifetime they had left, both owner-checked.
+func (p *Provider) putBack(ctx context.Context, h *holdings) {
+	p.giveBack(ctx, slices.Sorted(maps.Keys(h.taken)), h.owner)
+	p.restoreTTLs(ctx, h.owner, h.reentered)
+}
+
+// restoreTTLs gives keys the owner held before a failed call re-entered them the lifetime they
+// had left, owner-checked, even after ctx ended. A key whose lifetime ran out meanwhile gets
+// 1 ms. Like giveBack, it emits no event.
+func (p *Provider) restoreTTLs(ctx context.Context, owner string, reentered map[string]reentry) {
+	if len(reentered) == 0 {
+		return
+	}
+	keys := slices.Sorted(maps.Keys(reentered))
+	left := make([]int64, len(keys))
+	for i, key := range keys {
+		r := reentered[key]
+		left[i] = -1
+		if r.pttl >= 0 {
+			left[i] = max(r.pttl-time.Since(r.at).Milliseconds(), 1)
+		}
+	}
+	ctx, cancel := cleanupContext(ctx)
+	defer cancel()
+	_, errs, err := evalBatch(ctx, p, restoreScript, keys, func(i int) []any { return []any{owner, left[i]} }, (*redis.Cmd).Int64)
+	if err == nil {
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		p.opts.Logger.Warn("Failed to restore the TTL of locks the owner already held after a failed acquisition",
+			"keys", keys, "owner", owner, "error", err)
+	}
 }
 
 // giveBack releases keys this call took, owner-checked, even after ctx ended. It emits no event:

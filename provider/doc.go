@@ -9,10 +9,14 @@
 //
 // Fixed stock defects, without touching the wire format:
 //   - a failed multi-key acquisition gives back the keys it took; keys the owner already held
-//     stay held;
+//     stay held, with the TTL they had (a re-entry rewrites it; the failed call puts it back);
 //   - keys are de-duplicated and taken in sorted order, so opposite orders cannot deadlock;
+//   - a call that waits keeps the keys it already holds alive (extends them every TTL/3) and,
+//     before it reports success, confirms that every key is still its own: a key that expired
+//     and was taken meanwhile is waited for again instead of being reported held;
 //   - a timed-out Execute gives back every key it took, never another owner's, including a key
-//     whose acquisition reply was lost after the script ran;
+//     whose acquisition reply was lost after the script ran (also when go-redis resent the
+//     request and its second run reported a re-entry);
 //   - the same owner re-enters its lock also when it queues (AwaitQueue);
 //   - ReleaseAll deletes a key only if the owner still matches at delete time (one Lua
 //     compare-and-unlink per key, pipelined per SCAN batch), escapes glob characters of the

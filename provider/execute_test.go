@@ -98,12 +98,18 @@ func TestExecuteDefaultTimeoutIsWaitLockingTimeout(t *testing.T) {
 }
 
 // The timeout can fire while an attempt waits to be sent (here: for a connection); it is still a
-// timeout, nothing is left held, and nothing needs giving back.
+// timeout and nothing is left held. The provider cannot tell an attempt that was never sent from
+// one whose reply was lost, so it gives the keys back anyway, under the call's own owner.
 func TestExecuteTimeoutDuringAnAttemptIsATimeout(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := record(e)
+	owner := make(chan string, 1)
 	rec.setFail(func(ctx context.Context, c scriptCall) error {
 		if c.Script == "acquire" {
+			select {
+			case owner <- c.Args[0]:
+			default:
+			}
 			<-ctx.Done()
 			return ctx.Err()
 		}
@@ -114,7 +120,11 @@ func TestExecuteTimeoutDuringAnAttemptIsATimeout(t *testing.T) {
 	conflict(t, err, provider.ErrTimedOut, timedOutMsg)
 	e.requireFree("a")
 	e.requireFree("b")
-	require.Empty(t, rec.of("release"))
+	require.Empty(t, rec.of("acquire"), "no acquisition was sent")
+	callOwner := <-owner
+	for _, c := range rec.of("release") {
+		require.Equal(t, callOwner, c.Args[0], "given back owner-checked, under the call's own owner")
+	}
 }
 
 func TestExecuteCancelWhileWaiting(t *testing.T) {

@@ -146,7 +146,7 @@ func (e *env) set(k, owner string, ttl time.Duration) {
 // scriptNames maps the SHA1 of each embedded Lua script to its file's base name.
 var scriptNames = func() map[string]string {
 	names := map[string]string{}
-	for _, name := range []string{"acquire", "extend", "release", "unlink"} {
+	for _, name := range []string{"acquire", "extend", "release", "restore", "unlink"} {
 		src, err := os.ReadFile("scripts/" + name + ".lua")
 		if err != nil {
 			panic(err)
@@ -157,9 +157,19 @@ var scriptNames = func() map[string]string {
 	return names
 }()
 
+// shaOf returns the SHA1 (hex) of one embedded script, as EVALSHA sends it.
+func shaOf(script string) string {
+	for sha, name := range scriptNames {
+		if name == script {
+			return sha
+		}
+	}
+	panic("no script " + script)
+}
+
 // scriptCall is one script run the provider sent: EVALSHA or EVAL of one of its scripts.
 type scriptCall struct {
-	Script string // acquire, extend, release or unlink
+	Script string // acquire, extend, release, restore or unlink
 	Key    string // full Redis key
 	Args   []string
 	At     time.Time // when it was sent

@@ -50,6 +50,18 @@ type Lease struct {
 // lock.") after giving back every key it took; when ctx ends first it returns ctx's cause wrapped
 // with the keys (errors.Is(err, context.Canceled) holds). The lease does not end with ctx: call
 // Release.
+//
+// Keys are taken in sorted order; while it waits for one, the call holds the keys before it and
+// extends them every Expire/3. After any wait, every key is confirmed to be the lease's and
+// extended to the full Expire before the lease is returned; a key lost meanwhile is waited for
+// again within the timeout. Without a wait, taking the keys is one round trip.
+//
+// Without opts.Owner the owner is this call's own, so on failure every key the call may have
+// taken is given back, owner-checked: also a key whose reply was lost (go-redis resends the
+// pipeline, and its second run reports a re-entry) or whose outcome is unknown after a Redis
+// error. With opts.Owner, such keys are left alone, as in Acquire. That give-back runs even
+// after ctx ended, bounded to 5 s: with Redis unreachable, it may delay the return by the
+// client's dial retries.
 func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOptions) (*Lease, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: a lease needs at least one key", ErrInvalidArgument)

@@ -236,7 +236,9 @@ func TestU8RenewalErrorKeepsTheJobRunning(t *testing.T) {
 
 // U9: an acquisition whose reply is lost after the script ran (the caller had stopped waiting) is
 // a timeout, the job never runs and the key the script took is given back. The reply can be lost
-// to a read timeout, or to the context deadline on a client that applies it to socket I/O.
+// to a read timeout, or to the context deadline on a client that applies it to socket I/O; and a
+// hook or wrapper above go-redis may report the caller's context error for a request that went
+// out even when the client does not cut socket I/O at deadlines.
 func TestU9LateAcquisitionIsGivenBack(t *testing.T) {
 	readTimeout := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
 	cases := []struct {
@@ -246,6 +248,7 @@ func TestU9LateAcquisitionIsGivenBack(t *testing.T) {
 	}{
 		{"read timeout", false, func(context.Context) error { return readTimeout }},
 		{"context deadline", true, func(ctx context.Context) error { return ctx.Err() }},
+		{"context error without I/O deadlines", false, func(ctx context.Context) error { return ctx.Err() }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -22,21 +21,46 @@ var (
 	extendSrc string
 	//go:embed scripts/release.lua
 	releaseSrc string
+	//go:embed scripts/restore.lua
+	restoreSrc string
 	//go:embed scripts/unlink.lua
 	unlinkSrc string
 
 	acquireScript = redis.NewScript(acquireSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	releaseScript = redis.NewScript(releaseSrc)
+	restoreScript = redis.NewScript(restoreSrc)
 	unlinkScript  = redis.NewScript(unlinkSrc)
 )
 
-// Script results of acquire.lua.
+// Statuses of acquire.lua.
 const (
 	acquireHeld      = 0 // someone else holds the key
 	acquireFresh     = 1 // the key was free and is now ours
-	acquireReentered = 2 // we already held it; the TTL was rewritten
+	acquireReentered = 2 // the owner already held it; the TTL was rewritten
 )
+
+// acquireReply is acquire.lua's reply for one key: {status} or, on re-entry, {2, previous PTTL}.
+type acquireReply struct {
+	status int64
+	// prevPTTL is, on re-entry, the key's PTTL in milliseconds before the script rewrote it
+	// (-1: it had no expiry), so that a failed call can restore it.
+	prevPTTL int64
+}
+
+// parseAcquireReply reads acquire.lua's reply.
+func parseAcquireReply(cmd *redis.Cmd) (acquireReply, error) {
+	v, err := cmd.Int64Slice()
+	switch {
+	case err != nil:
+		return acquireReply{}, err
+	case len(v) == 0:
+		return acquireReply{}, errors.New("acquire script: empty reply")
+	case len(v) == 1:
+		return acquireReply{status: v[0]}, nil
+	}
+	return acquireReply{status: v[0], prevPTTL: v[1]}, nil
+}
 
 // Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
 // use; it owns no goroutine except the renewal of leases it hands out. When it deletes a key, its
@@ -46,46 +70,12 @@ type Provider struct {
 	opts   Options
 	// wakeups are this Provider's calls waiting for a key, woken when it deletes the key.
 	wakeups wakeups
-	// ioDeadlines: the client applies context deadlines to socket I/O, so a context error may
-	// mean a lost reply rather than an unsent request (see mayHaveRun).
-	ioDeadlines bool
 }
 
 // New returns a Provider on client (standalone, Sentinel or Cluster). opts may be nil.
 // The caller keeps ownership of client and closes it.
 func New(client redis.UniversalClient, opts *Options) *Provider {
-	return &Provider{client: client, opts: opts.withDefaults(), ioDeadlines: appliesDeadlinesToIO(client)}
-}
-
-// appliesDeadlinesToIO reports whether client cuts socket reads at the context deadline
-// (go-redis ContextTimeoutEnabled). An unknown client type is assumed to.
-func appliesDeadlinesToIO(client redis.UniversalClient) bool {
-	switch c := client.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return true
-}
-
-// mayHaveRun reports whether a command that failed with the transport error err may still have
-// run on the server, its reply being what was lost. A failed dial, a closed or exhausted pool
-// and, unless the client cuts socket I/O at context deadlines, a context error all mean that the
-// request was never written.
-func (p *Provider) mayHaveRun(err error) bool {
-	var op *net.OpError
-	switch {
-	case errors.As(err, &op) && op.Op == "dial":
-		return false
-	case errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
-		return false
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return p.ioDeadlines
-	}
-	return true
+	return &Provider{client: client, opts: opts.withDefaults()}
 }
 
 // Namespace returns the key prefix in use.
@@ -130,14 +120,28 @@ func normalizeKeys(keys []string) []string {
 	return slices.Compact(out)
 }
 
-// scriptBatch runs one script over many keys in a single pipeline. results[i] is key i's script
-// reply when errs[i] is nil; errs[i] is its Redis error (a reply error such as WRONGTYPE, or the
-// transport error when the pipeline failed). err is the first transport error, wrapped: then the
-// keys with an error have an unknown outcome (the script may have run), while the results of the
-// others are still valid. NOSCRIPT replies (a flushed script cache, a failover) are retried once
-// with the full script text.
+// scriptBatch runs one script over many keys in a single pipeline, with the same arguments for
+// every key, and reads integer replies (see evalBatch).
 func (p *Provider) scriptBatch(ctx context.Context, s *redis.Script, keys []string, args ...any) (results []int64, errs []error, err error) {
-	results = make([]int64, len(keys))
+	return evalBatch(ctx, p, s, keys, func(int) []any { return args }, (*redis.Cmd).Int64)
+}
+
+// acquireBatch runs acquire.lua over keys in a single pipeline (see evalBatch).
+func (p *Provider) acquireBatch(ctx context.Context, keys []string, owner string, ttl int64) ([]acquireReply, []error, error) {
+	args := []any{owner, ttl}
+	return evalBatch(ctx, p, acquireScript, keys, func(int) []any { return args }, parseAcquireReply)
+}
+
+// evalBatch runs one script over many keys in a single pipeline, key i with the arguments
+// argsOf(i). results[i] is key i's reply, read with parse, when errs[i] is nil; errs[i] is its
+// Redis error (a reply error such as WRONGTYPE, or the transport error when the pipeline
+// failed). err is the first transport error, wrapped: then the keys with an error have an
+// unknown outcome (the script may have run, go-redis may even have run it twice), while the
+// results of the others are still valid. NOSCRIPT replies (a flushed script cache, a failover)
+// are retried once with the full script text.
+func evalBatch[T any](ctx context.Context, p *Provider, s *redis.Script, keys []string, argsOf func(i int) []any,
+	parse func(*redis.Cmd) (T, error)) (results []T, errs []error, err error) {
+	results = make([]T, len(keys))
 	errs = make([]error, len(keys))
 	pending := make([]int, len(keys))
 	for i := range keys {
@@ -148,15 +152,15 @@ func (p *Provider) scriptBatch(ctx context.Context, s *redis.Script, keys []stri
 		cmds := make([]*redis.Cmd, len(pending))
 		for j, i := range pending {
 			if attempt == 0 {
-				cmds[j] = s.EvalSha(ctx, pipe, []string{p.RedisKey(keys[i])}, args...)
+				cmds[j] = s.EvalSha(ctx, pipe, []string{p.RedisKey(keys[i])}, argsOf(i)...)
 			} else {
-				cmds[j] = s.Eval(ctx, pipe, []string{p.RedisKey(keys[i])}, args...)
+				cmds[j] = s.Eval(ctx, pipe, []string{p.RedisKey(keys[i])}, argsOf(i)...)
 			}
 		}
 		_, _ = pipe.Exec(ctx)
 		var retry []int
 		for j, i := range pending {
-			v, cmdErr := cmds[j].Int64()
+			v, cmdErr := parse(cmds[j])
 			errs[i] = cmdErr
 			switch {
 			case cmdErr == nil:
