@@ -193,8 +193,11 @@ func (l *Lease) renew() {
 func (l *Lease) Release(ctx context.Context) (bool, error) {
 	l.stopOnce.Do(func() {
 		close(l.stop)
-		<-l.done
+		// Cancel before waiting: an in-flight renewal (bounded only by the renewal interval,
+		// up to Expire/3) is cut short instead of holding up the release. A loss recorded
+		// earlier stays the cause; the renewal sees stop closed and records nothing more.
 		l.cancel(errReleased)
+		<-l.done
 	})
 	l.mu.Lock()
 	defer l.mu.Unlock()
