@@ -25,6 +25,14 @@ const (
 	retryMax = 5 * time.Second
 )
 
+// SubscribeTimeout bounds how long Subscribe waits for Redis to confirm the subscription (the
+// connection's handshake included when the client honours context deadlines, as redisconn's
+// clients do), so a server that accepts connections but never answers cannot hang the caller.
+const SubscribeTimeout = 5 * time.Second
+
+// subscribeTimeout is SubscribeTimeout; tests shorten it.
+var subscribeTimeout = SubscribeTimeout
+
 // Subscription receives the lock events of one namespace. go-redis reconnects and subscribes
 // again after a connection failure; events published meanwhile are lost (pub/sub keeps nothing).
 type Subscription struct {
@@ -43,12 +51,21 @@ type Subscription struct {
 }
 
 // Subscribe subscribes to namespace's channel (ChannelFor) and returns once Redis confirmed the
-// subscription, so every event published after it returns is received. C is closed when ctx
+// subscription, so every event published after it returns is received. It waits at most
+// SubscribeTimeout for the confirmation, and stops waiting when ctx ends. C is closed when ctx
 // ends or Close is called. Malformed messages are skipped and counted (Malformed).
 func Subscribe(ctx context.Context, client redis.UniversalClient, namespace string) (*Subscription, error) {
 	channel := ChannelFor(namespace)
-	ps := client.Subscribe(ctx, channel)
-	msg, err := ps.Receive(ctx)
+	confirmCtx, cancel := context.WithTimeout(ctx, subscribeTimeout)
+	defer cancel()
+	ps := client.Subscribe(confirmCtx, channel)
+	// go-redis cuts I/O at deadlines, not on cancellation: closing the PubSub is what ends a
+	// wait for the confirmation when ctx ends first.
+	interrupt := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	msg, err := ps.ReceiveTimeout(confirmCtx, subscribeTimeout)
+	if !interrupt() {
+		err = fmt.Errorf("stopped while waiting for the confirmation: %w", context.Cause(ctx))
+	}
 	if err == nil {
 		if _, ok := msg.(*redis.Subscription); !ok {
 			err = fmt.Errorf("unexpected reply %T", msg)
@@ -56,6 +73,10 @@ func Subscribe(ctx context.Context, client redis.UniversalClient, namespace stri
 	}
 	if err != nil {
 		_ = ps.Close()
+		var ne net.Error
+		if (confirmCtx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) && ctx.Err() == nil {
+			err = fmt.Errorf("no confirmation from Redis within %s: %w", subscribeTimeout, err)
+		}
 		return nil, fmt.Errorf("events: subscribe to %q: %w", channel, err)
 	}
 	s := &Subscription{

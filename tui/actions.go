@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -13,6 +14,14 @@ import (
 
 // mutationTimeout bounds a release and its audit write.
 const mutationTimeout = 10 * time.Second
+
+// emptyOwnerBulk is why D refuses the empty owner: the provider (like stock Medusa's
+// releaseAll) takes "" for "no owner given" and releases the anonymous "*" locks instead.
+const emptyOwnerBulk = `the empty owner "" cannot be released in bulk: release its keys one by one with d`
+
+// quote shows an owner as a quoted string, so an empty or blank owner, or one with control
+// characters, is visible as such.
+func quote(owner string) string { return strconv.Quote(owner) }
 
 // askRelease opens the dialog for the force-release of the selected lock.
 func (m *model) askRelease() {
@@ -31,7 +40,7 @@ func (m *model) askRelease() {
 	}
 	lines := []string{
 		"key    " + e.Key,
-		"owner  " + e.Owner,
+		"owner  " + quote(e.Owner),
 		"",
 		"Deleted only if this owner still holds it (compare-and-delete).",
 		m.auditLine(),
@@ -46,9 +55,13 @@ func (m *model) askReleaseAll() {
 		m.setNotice("no owner selected", true)
 		return
 	}
+	if owner == "" {
+		m.setNotice(emptyOwnerBulk, true)
+		return
+	}
 	n := m.view.OwnerKeys[owner]
 	lines := []string{
-		fmt.Sprintf("owner  %s", owner),
+		"owner  " + quote(owner),
 		fmt.Sprintf("This releases %s held by this owner.", plural(n, "lock", "locks")),
 		"",
 		"Each key is deleted only while this owner still holds it (compare-and-unlink).",
@@ -76,7 +89,11 @@ func (m *model) confirmed(payload any) tea.Cmd {
 		m.setNotice(fmt.Sprintf("releasing %s…", req.key), false)
 		return m.release(req)
 	case releaseAllReq:
-		m.setNotice(fmt.Sprintf("releasing the locks of %s…", req.owner), false)
+		if req.owner == "" { // unreachable through the keys (askReleaseAll refuses it)
+			m.setNotice(emptyOwnerBulk, true)
+			return nil
+		}
+		m.setNotice(fmt.Sprintf("releasing the locks of %s…", quote(req.owner)), false)
 		return m.releaseAll(req)
 	}
 	return nil
@@ -85,7 +102,7 @@ func (m *model) confirmed(payload any) tea.Cmd {
 // release force-releases one key if req.owner still holds it, audits the result and re-reads
 // the key so the table shows it at once.
 func (m *model) release(req releaseReq) tea.Cmd {
-	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, mutationTimeout)
 		defer cancel()
 		res := releaseDoneMsg{key: req.key, owner: req.owner}
@@ -97,7 +114,7 @@ func (m *model) release(req releaseReq) tea.Cmd {
 		case !res.released:
 			result = audit.ResultNotHeld
 			if l, ok, err := m.cfg.Provider.Get(ctx, req.key); err == nil && ok {
-				res.nowOwner = l.Owner
+				res.nowOwner, res.nowHeld = l.Owner, true
 			}
 		}
 		count := 0
@@ -113,7 +130,7 @@ func (m *model) release(req releaseReq) tea.Cmd {
 
 // releaseAll releases every lock of req.owner (compare-and-unlink per key) and audits it.
 func (m *model) releaseAll(req releaseAllReq) tea.Cmd {
-	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, mutationTimeout)
 		defer cancel()
 		res := releaseAllDoneMsg{owner: req.owner}
@@ -169,9 +186,9 @@ func (m *model) onReleaseDone(msg releaseDoneMsg) {
 	case msg.err != nil:
 		m.setNotice(fmt.Sprintf("release of %s failed: %v", msg.key, msg.err), true)
 	case msg.released:
-		m.setNotice(fmt.Sprintf("released %s (owner %s)", msg.key, msg.owner), false)
-	case msg.nowOwner != "":
-		m.setNotice(fmt.Sprintf("not released: owner of %s changed to %s", msg.key, msg.nowOwner), true)
+		m.setNotice(fmt.Sprintf("released %s (owner %s)", msg.key, quote(msg.owner)), false)
+	case msg.nowHeld:
+		m.setNotice(fmt.Sprintf("not released: owner of %s changed to %s", msg.key, quote(msg.nowOwner)), true)
 	default:
 		m.setNotice(fmt.Sprintf("not released: %s is already gone", msg.key), true)
 	}
@@ -183,13 +200,13 @@ func (m *model) onReleaseDone(msg releaseDoneMsg) {
 func (m *model) onReleaseAllDone(msg releaseAllDoneMsg) {
 	switch {
 	case msg.err != nil:
-		m.setNotice(fmt.Sprintf("release of the locks of %s failed after %s: %v", msg.owner,
+		m.setNotice(fmt.Sprintf("release of the locks of %s failed after %s: %v", quote(msg.owner),
 			plural(msg.count, "lock", "locks"), msg.err), true)
 	default:
-		m.setNotice(fmt.Sprintf("released %s of %s", plural(msg.count, "lock", "locks"), msg.owner), msg.count == 0)
+		m.setNotice(fmt.Sprintf("released %s of %s", plural(msg.count, "lock", "locks"), quote(msg.owner)), msg.count == 0)
 	}
 	if msg.auditErr != nil {
-		m.setStickyNotice("AUDIT FAILED for owner " + msg.owner + ": " + msg.auditErr.Error() + " (" + m.notice.text + ")")
+		m.setStickyNotice("AUDIT FAILED for owner " + quote(msg.owner) + ": " + msg.auditErr.Error() + " (" + m.notice.text + ")")
 	}
 }
 

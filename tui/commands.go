@@ -67,9 +67,16 @@ func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
 	var cmds []tea.Cmd
 	if msg.info != nil {
 		m.conn.info, m.conn.infoOK = *msg.info, true
-		if msg.info.Keyspace() && !m.keyspaceOn && !m.keyspacePending {
-			cmds = append(cmds, m.subscribeKeyspace(msg.info.DB))
-		}
+	}
+	// A subscription that failed is tried again once Redis answers again, and while it does,
+	// with backoff.
+	now := m.common.Now()
+	if m.conn.infoOK && m.conn.info.Keyspace() && !m.keyspaceOn && !m.keyspacePending &&
+		(msg.info != nil || m.keyspaceRetry.due(now)) {
+		cmds = append(cmds, m.subscribeKeyspace(m.conn.info.DB))
+	}
+	if m.wantEvents() && !m.eventsOn && !m.eventsPending && (wasDown || m.eventsRetry.due(now)) {
+		cmds = append(cmds, m.subscribeEvents())
 	}
 	if wasDown && !m.scanning {
 		cmds = append(cmds, m.scan())
@@ -116,8 +123,12 @@ func (m *model) onScanDone(msg scanDoneMsg) tea.Cmd {
 	return m.after(wait, scanDueMsg{gen: gen})
 }
 
+// wantEvents reports whether the console subscribes to lock events itself.
+func (m *model) wantEvents() bool { return m.cfg.Events == nil && !m.cfg.NoEvents }
+
 // subscribeEvents subscribes to the namespace's lock events and forwards them to the hub.
 func (m *model) subscribeEvents() tea.Cmd {
+	m.eventsPending = true
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		sub, err := events.Subscribe(ctx, m.cfg.Client, m.cfg.Namespace)
 		if err != nil {
@@ -127,6 +138,27 @@ func (m *model) subscribeEvents() tea.Cmd {
 		m.rt.goroutine(func(ctx context.Context) { m.hub.Forward(ctx, sub.C()) })
 		return eventsStartedMsg{}
 	})
+}
+
+// onEventsStarted records the result of subscribing to lock events; a failure is retried by
+// the heartbeat, with backoff (go-redis itself resubscribes a subscription that was made).
+func (m *model) onEventsStarted(msg eventsStartedMsg) {
+	m.eventsPending = false
+	if msg.err != nil {
+		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+			return
+		}
+		m.eventsErr = msg.err
+		if m.eventsRetry.fail(m.common.Now()) {
+			m.setNotice("lock events unavailable (no contention from events), retrying: "+msg.err.Error(), true)
+		}
+		return
+	}
+	if m.eventsErr != nil {
+		m.setNotice("lock events subscribed", false)
+	}
+	m.eventsOn, m.eventsErr = true, nil
+	m.eventsRetry.reset()
 }
 
 // subscribeKeyspace subscribes to the keyspace notifications of the namespace.
@@ -145,11 +177,15 @@ func (m *model) subscribeKeyspace(db int) tea.Cmd {
 func (m *model) onKeyspaceStarted(msg keyspaceStartedMsg) tea.Cmd {
 	m.keyspacePending = false
 	if msg.err != nil {
-		if !isCancel(msg.err) {
+		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+			return nil
+		}
+		if m.keyspaceRetry.fail(m.common.Now()) {
 			m.setNotice("keyspace notifications unavailable, polling only: "+msg.err.Error(), true)
 		}
 		return nil
 	}
+	m.keyspaceRetry.reset()
 	m.keyspace, m.keyspaceOn = msg.ks, true
 	// What changed before the subscription is caught by a refresh now; from here on the
 	// notifications keep the table live and the poll slows down.

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log"
 	"os"
-	"sync"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -45,7 +44,8 @@ type EventSource interface {
 // is a working default.
 type Config struct {
 	// Client is the Redis client (redisconn.Open). The caller keeps ownership and closes it.
-	// In read-only mode Run adds a hook to it that refuses every write command.
+	// In read-only mode Run adds a hook to it (and, on a Cluster, to every node's client) that
+	// refuses every write command; the hook stays after Run returns.
 	Client redis.UniversalClient
 	// URL is the server shown in the status bar; its password is redacted again here.
 	URL string
@@ -60,13 +60,14 @@ type Config struct {
 	// Operator is who the audit records name. Default audit.Operator() ("user@host").
 	Operator string
 	// Refresh is the poll interval. Default DefaultRefresh (1 s). It grows by itself when a
-	// refresh of every lock takes longer within the budget.
+	// refresh (a walk of the whole database) takes longer within the budget.
 	Refresh time.Duration
 	// KeyspacePoll is the poll interval while keyspace notifications are live. Default
 	// DefaultKeyspacePoll (5 s).
 	KeyspacePoll time.Duration
-	// Budget caps the commands per second of refreshes and keyspace reads. Default
-	// source.DefaultBudget (20,000); negative means unlimited.
+	// Budget caps the cost per second of refreshes and keyspace reads: one per command,
+	// except a SCAN, which counts as the source.ScanCount keys of the database it examines.
+	// Default source.DefaultBudget (20,000); negative means unlimited.
 	Budget int
 	// Events delivers lock events (for contention). nil: Run subscribes to the namespace's
 	// channel itself (events.Subscribe) unless NoEvents is set.
@@ -113,7 +114,9 @@ func (c Config) withDefaults() Config {
 // Run shows the console until the user quits or ctx ends (which is not an error). It returns
 // an error only when the console cannot run: no client, no terminal. While it runs, go-redis'
 // global logger is silenced (a failed dial would scribble over the screen; the status bar says
-// it instead).
+// it instead). Run returns once its background work ended, except reads still waiting for a
+// stalled Redis after a grace of about a second: those end at their own deadlines, unseen. A
+// release under way when the user quits, and its audit record, are always waited for.
 func Run(ctx context.Context, cfg Config) error {
 	return run(ctx, cfg)
 }
@@ -125,7 +128,7 @@ func run(ctx context.Context, cfg Config, opts ...tea.ProgramOption) error {
 	}
 	cfg = cfg.withDefaults()
 	if cfg.ReadOnly {
-		cfg.Client.AddHook(readOnlyHook{})
+		guardReadOnly(ctx, cfg.Client)
 	}
 	// go-redis logs failed dials to stderr, which would scribble over the screen while Redis
 	// is away: the status bar says it instead. The logger is global, so it is put back (as a
@@ -167,94 +170,4 @@ type stderrLogger struct{ l *log.Logger }
 // Printf writes the line to stderr.
 func (s stderrLogger) Printf(_ context.Context, format string, v ...any) {
 	_ = s.l.Output(2, fmt.Sprintf(format, v...))
-}
-
-// runtime owns the console's background work: the context every command runs in, the count
-// of commands in flight, and what must be closed at the end, so Run returns only when nothing
-// it started is left running.
-type runtime struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	mu      sync.Mutex
-	closed  bool
-	wg      sync.WaitGroup
-	closers []func()
-}
-
-func newRuntime(parent context.Context) *runtime {
-	ctx, cancel := context.WithCancel(parent)
-	return &runtime{ctx: ctx, cancel: cancel}
-}
-
-// cmd wraps fn as a tea.Cmd that runs in the runtime's context and is waited for at shutdown;
-// after shutdown it does nothing.
-func (r *runtime) cmd(fn func(ctx context.Context) tea.Msg) tea.Cmd {
-	return func() tea.Msg {
-		r.mu.Lock()
-		if r.closed {
-			r.mu.Unlock()
-			return nil
-		}
-		r.wg.Add(1)
-		r.mu.Unlock()
-		defer r.wg.Done()
-		return fn(r.ctx)
-	}
-}
-
-// after returns a tea.Cmd that delivers msg after d, or nothing when the runtime ends first
-// (unlike tea.Tick, whose goroutine would outlive the program).
-func (r *runtime) after(d time.Duration, msg tea.Msg) tea.Cmd {
-	return r.cmd(func(ctx context.Context) tea.Msg {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			return msg
-		}
-	})
-}
-
-// goroutine runs fn in the background like cmd, for work that is not a tea.Cmd.
-func (r *runtime) goroutine(fn func(ctx context.Context)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return
-	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		fn(r.ctx)
-	}()
-}
-
-// onClose registers fn to run at shutdown, after every command ended. If the runtime is
-// already shut down, fn runs now.
-func (r *runtime) onClose(fn func()) {
-	r.mu.Lock()
-	if !r.closed {
-		r.closers = append(r.closers, fn)
-		r.mu.Unlock()
-		return
-	}
-	r.mu.Unlock()
-	fn()
-}
-
-// shutdown cancels the context, waits for the commands in flight and runs the closers.
-func (r *runtime) shutdown() {
-	r.cancel()
-	r.mu.Lock()
-	r.closed = true
-	closers := r.closers
-	r.closers = nil
-	r.mu.Unlock()
-	r.wg.Wait()
-	for i := len(closers) - 1; i >= 0; i-- {
-		closers[i]()
-	}
 }

@@ -13,22 +13,31 @@
 //	s S     next sort column / reverse            c               sample contention for 30 s
 //	r       refresh now                           ?               help
 //	d       force-release the selected lock (confirm with y; compare-and-delete on the owner shown)
-//	D       release every lock of the selected owner (confirm with y; compare-and-unlink per key)
-//	q       quit (also ctrl+c)
+//	D       release every lock of the selected owner (confirm with y; compare-and-unlink per key;
+//	        refused for the empty owner "", whose keys d releases one by one)
+//	q       quit (also ctrl+c): at most ~1 s even when Redis stalls (a release under way and
+//	        its audit record are waited for)
 //
 // In read-only mode (Config.ReadOnly) d and D are disabled and left out of the help, an RO badge
-// shows, and a go-redis hook on the client refuses every command that is not a read.
+// shows, and a go-redis hook on the client (on a Cluster, also on every node's client) refuses
+// every command that is not a read.
 //
 // # Data and cost
 //
-// The lock table is refreshed by SCAN polling (the source of truth): a full refresh of N locks
-// costs ceil(N/100) SCAN + N GET + N PTTL commands in ceil(N/100)+1 round trips, paced so the
-// console never sends more than Config.Budget commands per second (default 20,000): 100,000
-// locks are re-read every ~10 s. When the server publishes keyspace notifications (CONFIG GET
+// The lock table is refreshed by SCAN polling (the source of truth). SCAN … MATCH walks the
+// whole database, not only the namespace: a refresh of a database of K keys holding N locks
+// sends about K/100 SCAN (COUNT 100) plus N GET and N PTTL, in about K/100 round trips. It is
+// paced to Config.Budget (default 20,000 per second), in which a SCAN counts as the 100 keys
+// it examines and every other command as one, so a refresh takes at least (K + 2N)/20,000
+// seconds and the console never has Redis examine or read more than the budget per second on
+// average: a database of 100,000 locks is re-read every ~15 s, one of 500,000 other keys and a few locks
+// every ~25 s (the status bar then shows "poll 25s (budget 20,000/s)", and the help screen the
+// cost of the last refresh). When the server publishes keyspace notifications (CONFIG GET
 // notify-keyspace-events), changed keys are re-read at once (two commands each, within the
 // same budget) and the poll slows to Config.KeyspacePoll. PING once a second; INFO server and
 // CONFIG GET once per connection. Lock events from pub/sub (package events) give waiters and
-// attempts per second per key; for keys only stock Medusa processes use, "c" samples the keys
+// attempts per second per key (a subscription that fails, at start or after an outage, is
+// retried with backoff while Redis answers); for keys only stock Medusa processes use, "c" samples the keys
 // on screen for 30 s (four reads a second plus INFO commandstats once a second; its cost is
 // shown while it runs).
 //
@@ -37,5 +46,6 @@
 // result comes back as a message.
 //
 // Every mutation is written to Config.Audit (time, operator, key, owner, result); a failed
-// audit write is shown on screen.
+// audit write is shown on screen. Dialogs and results show owners quoted ("" and " " are
+// owners too).
 package tui

@@ -96,6 +96,15 @@ func (c *console) awaitMatch(re string) {
 	}
 }
 
+// awaitScreen waits until ok holds for the screen; what describes the wait.
+func (c *console) awaitScreen(what string, ok func(screen string) bool) {
+	c.t.Helper()
+	if !assert.Eventually(c.t, func() bool { return ok(c.screen.Load().(string)) }, waitFor, 10*time.Millisecond,
+		"screen never showed %s", what) {
+		c.t.Fatalf("last screen:\n%s", c.screen.Load())
+	}
+}
+
 // quit presses q and waits for Run to return; it must return nil.
 func (c *console) quit() {
 	c.t.Helper()
@@ -119,20 +128,20 @@ func TestIntegrationForceReleaseOnlyIfOwnerUnchanged(t *testing.T) {
 	c.await("cart:1", "owner-a", "1 lock")
 
 	c.press("d")
-	c.await("Force-release this lock?", "owner  owner-a")
+	c.await("Force-release this lock?", `owner  "owner-a"`)
 	// The owner changes while the operator reads the dialog.
 	require.NoError(t, client.Set(ctx, "medusa_lock:cart:1", "owner-b", time.Minute).Err())
 	c.press("y")
-	c.await("not released: owner of cart:1 changed to owner-b")
+	c.await(`not released: owner of cart:1 changed to "owner-b"`)
 	got, err := client.Get(ctx, "medusa_lock:cart:1").Result()
 	require.NoError(t, err)
 	assert.Equal(t, "owner-b", got, "another owner's lock is never deleted")
 
 	c.awaitMatch(`cart:1 +owner-b +\d`) // the table, not the notice
 	c.press("d")
-	c.await("owner  owner-b")
+	c.await(`owner  "owner-b"`)
 	c.press("y")
-	c.await("released cart:1 (owner owner-b)")
+	c.await(`released cart:1 (owner "owner-b")`)
 	assert.Zero(t, client.Exists(ctx, "medusa_lock:cart:1").Val())
 
 	recs := sink.all()
@@ -165,9 +174,62 @@ func TestIntegrationReleaseAllAndAuditFailure(t *testing.T) {
 	c.press("D")
 	c.await("Release all 3 locks of this owner?")
 	c.press("y")
-	c.await("AUDIT FAILED for owner svc-1", "released 3 locks of svc-1")
+	c.await(`AUDIT FAILED for owner "svc-1"`, `released 3 locks of "svc-1"`)
 	assert.Equal(t, int64(1), client.Exists(ctx, "medusa_lock:a", "medusa_lock:z").Val(), "only svc-1's locks")
 	c.quit()
+}
+
+// Stock Medusa stores ownerId "" as the owner "". D must not release it in bulk (the provider's
+// ReleaseAll would take "" for "*" and delete the anonymous locks); d compare-and-deletes
+// against "" itself.
+func TestIntegrationEmptyOwner(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	ctx := t.Context()
+	for _, k := range []string{"blank:1", "blank:2"} {
+		require.NoError(t, client.Set(ctx, "medusa_lock:"+k, "", time.Minute).Err())
+	}
+	require.NoError(t, client.Set(ctx, "medusa_lock:anon", "*", time.Minute).Err())
+	sink := &memorySink{}
+	c := startConsole(t, Config{Client: client, URL: srv.URL, Audit: sink, NoEvents: true})
+	c.await("3 locks")
+	c.press("2") // owners: "" first (most keys)
+	c.await("OWNER")
+	c.press("D")
+	c.await(`the empty owner "" cannot be released in bulk`)
+	c.press("y") // no dialog is open: y does nothing
+	assert.Equal(t, int64(3), client.Exists(ctx, "medusa_lock:blank:1", "medusa_lock:blank:2", "medusa_lock:anon").Val(),
+		"D on the empty owner deletes nothing, least of all the anonymous lock")
+
+	c.press("1/=blank:1\r")
+	// The filter is applied by the hub, keystroke by keystroke: wait for the View of the
+	// whole filter before d picks its row.
+	c.awaitScreen("blank:1 alone", func(s string) bool {
+		return regexp.MustCompile(`blank:1 +\d`).MatchString(s) && !strings.Contains(s, "blank:2") && !strings.Contains(s, "anon")
+	})
+	c.press("d")
+	c.await("Force-release this lock?", `owner  ""`)
+	c.press("y")
+	c.await(`released blank:1 (owner "")`)
+	assert.Equal(t, int64(2), client.Exists(ctx, "medusa_lock:blank:2", "medusa_lock:anon").Val())
+	assert.Zero(t, client.Exists(ctx, "medusa_lock:blank:1").Val())
+	c.quit()
+
+	recs := sink.all()
+	require.Len(t, recs, 1, "only the release happened")
+	assert.Equal(t, audit.ActionForceRelease, recs[0].Action)
+	assert.Equal(t, "", recs[0].Owner)
+	assert.Equal(t, 1, recs[0].Count)
+
+	// The compare-and-delete the console relies on takes "" literally, not as "*".
+	p := provider.New(client, nil)
+	ok, err := p.ForceRelease(ctx, "anon", "")
+	require.NoError(t, err)
+	assert.False(t, ok, `ForceRelease(key, "") never deletes a "*" lock`)
+	ok, err = p.ForceRelease(ctx, "blank:2", "")
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, int64(1), client.Exists(ctx, "medusa_lock:anon").Val())
 }
 
 // recorder is a go-redis hook that records every command a client sends.

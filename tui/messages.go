@@ -55,7 +55,9 @@ type (
 	releaseDoneMsg struct {
 		key, owner string
 		released   bool
-		// nowOwner is who holds the key after a refused release ("" when it is gone).
+		// nowHeld is true when the key is still held after a refused release, by nowOwner
+		// (which may be "": the empty owner is an owner like any other).
+		nowHeld  bool
 		nowOwner string
 		err      error
 		auditErr error

@@ -93,8 +93,12 @@ type model struct {
 	keyspaceOn bool
 	// keyspacePending is set while the subscription is being made.
 	keyspacePending bool
+	keyspaceRetry   backoff
 	eventsOn        bool
 	eventsErr       error
+	// eventsPending is set while the lock-event subscription is being made.
+	eventsPending bool
+	eventsRetry   backoff
 
 	// sampling
 	sampler     *source.Sampler
@@ -173,10 +177,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case keyspaceRetryMsg:
 		return m, m.readKeyspace()
 	case eventsStartedMsg:
-		m.eventsOn, m.eventsErr = msg.err == nil, msg.err
-		if msg.err != nil {
-			m.setNotice("lock events unavailable (no contention from events): "+msg.err.Error(), true)
-		}
+		m.onEventsStarted(msg)
 		return m, nil
 	case sampleDueMsg:
 		if msg.gen != m.sampleGen || m.sampler == nil {
@@ -269,7 +270,7 @@ func (m *model) pollInterval() time.Duration {
 func (m *model) stale() (bool, time.Duration) {
 	age := m.common.Now().Sub(m.lastGood)
 	if m.conn.down {
-		return true, age
+		return m.loaded, age // nothing loaded yet: nothing stale ("loading…" says it)
 	}
 	limit := max(3*m.pollInterval(), 5*time.Second)
 	return m.loaded && age > limit+m.lastScan.Took, age
@@ -278,6 +279,26 @@ func (m *model) stale() (bool, time.Duration) {
 func isCancel(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
+
+// backoff paces the retries of a failed subscription: retryMin after the first failure,
+// doubling up to retryMax.
+type backoff struct {
+	failures int
+	at       time.Time
+}
+
+// fail records a failure at now and reports whether it is the first in a row.
+func (b *backoff) fail(now time.Time) (first bool) {
+	b.failures++
+	b.at = now.Add(min(retryMin<<min(b.failures-1, 10), retryMax))
+	return b.failures == 1
+}
+
+// due reports whether the next attempt may start at now.
+func (b *backoff) due(now time.Time) bool { return !now.Before(b.at) }
+
+// reset forgets the failures after a success.
+func (b *backoff) reset() { *b = backoff{} }
 
 // after delivers msg after d (see runtime.after).
 func (m *model) after(d time.Duration, msg tea.Msg) tea.Cmd { return m.rt.after(d, msg) }

@@ -124,7 +124,7 @@ func TestForceReleaseDialog(t *testing.T) {
 	out := screen(m)
 	assert.Contains(t, out, "Force-release this lock?")
 	assert.Contains(t, out, "stuck:job")
-	assert.Contains(t, out, "owner  *")
+	assert.Contains(t, out, `owner  "*"`)
 	assert.Contains(t, out, "compare-and-delete")
 	assert.Contains(t, out, "Not audited")
 
@@ -143,8 +143,9 @@ func TestReleaseResults(t *testing.T) {
 		msg  releaseDoneMsg
 		want string
 	}{
-		{releaseDoneMsg{key: "k", owner: "a", released: true}, "released k (owner a)"},
-		{releaseDoneMsg{key: "k", owner: "a", nowOwner: "b"}, "not released: owner of k changed to b"},
+		{releaseDoneMsg{key: "k", owner: "a", released: true}, `released k (owner "a")`},
+		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true, nowOwner: "b"}, `not released: owner of k changed to "b"`},
+		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true}, `not released: owner of k changed to ""`},
 		{releaseDoneMsg{key: "k", owner: "a"}, "not released: k is already gone"},
 		{releaseDoneMsg{key: "k", owner: "a", released: true, auditErr: errors.New("disk full")}, "AUDIT FAILED for k: disk full"},
 	}
@@ -153,7 +154,7 @@ func TestReleaseResults(t *testing.T) {
 		assert.Contains(t, screen(m), c.want)
 	}
 	m.Update(releaseAllDoneMsg{owner: "svc", count: 3})
-	assert.Contains(t, screen(m), "released 3 locks of svc")
+	assert.Contains(t, screen(m), `released 3 locks of "svc"`)
 }
 
 func TestReleaseAllDialogCountsTheOwnersLocks(t *testing.T) {
@@ -165,7 +166,7 @@ func TestReleaseAllDialogCountsTheOwnersLocks(t *testing.T) {
 	require.True(t, m.dialog.Active())
 	out := screen(m)
 	assert.Contains(t, out, "Release all 2 locks of this owner?")
-	assert.Contains(t, out, "execute:0b5a3c1e")
+	assert.Contains(t, out, `owner  "execute:0b5a3c1e`)
 	assert.Contains(t, out, "Audited as tester@host")
 	assert.NotNil(t, press(m, "y"))
 }
@@ -272,4 +273,106 @@ func TestRendersOnlyVisibleRows(t *testing.T) {
 	assert.Contains(t, out, "20,000 locks")
 	press(m, "G")
 	assert.Contains(t, screen(m), "k:019999")
+}
+
+// The empty owner is an owner like any other for d (compare-and-delete against ""), but D
+// refuses it: the provider's ReleaseAll reads "" as "no owner given" and would release the
+// anonymous "*" locks instead. Dialogs quote owners so blank ones are visible.
+func TestEmptyOwnerIsQuotedAndNotReleasedInBulk(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{
+		{Key: "blank:1", Owner: "", TTL: provider.NoExpiry},
+		{Key: "blank:2", Owner: "", TTL: provider.NoExpiry},
+		{Key: "anon", Owner: "*", TTL: time.Minute},
+		{Key: "space", Owner: " ", TTL: time.Minute},
+	}, clock, 1)
+	feed(m, s)
+
+	press(m, "2") // owners, most keys first: ""
+	o, ok := m.owners.Selected()
+	require.True(t, ok)
+	require.Equal(t, "", o.Owner)
+	assert.Nil(t, press(m, "D"))
+	assert.False(t, m.dialog.Active(), "no dialog for the empty owner")
+	assert.Contains(t, screen(m), `the empty owner "" cannot be released in bulk`)
+	// Even a dialog opened some other way does not release "" in bulk.
+	m.dialog.Open("x", nil, releaseAllReq{owner: ""})
+	assert.Nil(t, press(m, "y"))
+
+	for i := 0; i < 3 && o.Owner != " "; i++ {
+		press(m, "down")
+		o, _ = m.owners.Selected()
+	}
+	require.Equal(t, " ", o.Owner)
+	press(m, "D")
+	require.True(t, m.dialog.Active())
+	assert.Contains(t, screen(m), `owner  " "`, "a blank owner is visible")
+	press(m, "n")
+
+	press(m, "1") // locks: the NO TTL ones first, owned by ""
+	e, ok := m.locks.Selected()
+	require.True(t, ok)
+	require.Equal(t, "", e.Owner)
+	press(m, "d")
+	require.True(t, m.dialog.Active(), "d releases a key of the empty owner")
+	assert.Contains(t, screen(m), `owner  ""`)
+	assert.NotNil(t, press(m, "y"))
+}
+
+// A lock-event subscription that failed at start is retried by the heartbeat, with backoff,
+// and at once when Redis answers again after an outage.
+func TestEventsSubscriptionIsRetried(t *testing.T) {
+	m := newTestModel(t, Config{})
+	now := clock
+	m.common.Now = func() time.Time { return now }
+	m.Init()
+	require.True(t, m.eventsPending, "Init subscribes")
+	ok := heartbeatMsg{latency: time.Millisecond}
+
+	m.Update(eventsStartedMsg{err: errors.New("NOPERM no permissions to access a channel")})
+	assert.False(t, m.eventsPending)
+	assert.Contains(t, screen(m), "lock events unavailable")
+	assert.Contains(t, screen(m), "no events")
+	m.Update(ok)
+	assert.False(t, m.eventsPending, "not before the backoff (0.5s) is over")
+	now = now.Add(600 * time.Millisecond)
+	m.Update(ok)
+	assert.True(t, m.eventsPending, "the heartbeat retries")
+
+	m.Update(eventsStartedMsg{err: errors.New("i/o timeout")})
+	now = now.Add(600 * time.Millisecond)
+	m.Update(ok)
+	assert.False(t, m.eventsPending, "the backoff doubled (1s)")
+	now = now.Add(500 * time.Millisecond)
+	m.Update(ok)
+	assert.True(t, m.eventsPending)
+
+	m.Update(eventsStartedMsg{err: errors.New("i/o timeout")})
+	m.Update(heartbeatMsg{err: errors.New("connection refused")})
+	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Version: "7.0.15"}})
+	assert.True(t, m.eventsPending, "Redis answers again: retried at once")
+
+	m.Update(eventsStartedMsg{})
+	assert.True(t, m.eventsOn)
+	assert.Contains(t, screen(m), "lock events subscribed")
+	assert.NotContains(t, screen(m), "no events")
+	m.Update(ok)
+	assert.False(t, m.eventsPending, "subscribed: no more attempts")
+}
+
+// The help states the cost of a refresh as the budget counts it: SCAN walks the whole
+// database, so a database with many other keys costs many SCANs, whatever the locks.
+func TestHelpStatesTheCostOfARefresh(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	m.Update(scanDoneMsg{stats: source.ScanStats{Took: 25 * time.Second, Scans: 5000, Commands: 5012, Cost: 500012}})
+	press(m, "?")
+	out := screen(m)
+	assert.Contains(t, out, "SCAN walks the whole db: 100 per SCAN + 2 per lock, ≤ 20,000/s")
+	assert.Contains(t, out, "last refresh: 5,000 SCAN (~500,000 keys) + 12 reads = 500,012 ≥ 25.0s")
+	press(m, "esc")
+	assert.Contains(t, screen(m), "poll 25s (budget 20,000/s)", "the status bar says the budget stretched the poll")
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -36,9 +38,42 @@ func IsReadCommand(cmd redis.Cmder) bool {
 	case "cluster":
 		return sub == "slots" || sub == "shards" || sub == "nodes" || sub == "info"
 	case "client":
-		return sub == "setinfo" || sub == "setname" || sub == "getname" || sub == "id" || sub == "info"
+		// maint_notifications is part of go-redis' handshake on Cluster nodes: it sets what
+		// the connection itself is told, nothing in the data.
+		return sub == "setinfo" || sub == "setname" || sub == "getname" || sub == "id" || sub == "info" ||
+			sub == "maint_notifications"
 	}
 	return readCommands[name]
+}
+
+// guardTimeout bounds the look-up of a Cluster's nodes when read-only mode guards them.
+const guardTimeout = 2 * time.Second
+
+// guardReadOnly adds readOnlyHook to client. A ClusterClient's hooks do not reach the clients of
+// its nodes, which ForEachMaster and ForEachShard hand out (the refresh SCANs, the provider's
+// ReleaseAll): those get the hook too, the nodes to come through OnNewNode and the nodes the
+// client already knows (it was used before Run, e.g. to check that Redis answers) through
+// ForEachShard, which makes no round trip when the cluster state is loaded (else one CLUSTER
+// SLOTS, whose new nodes OnNewNode guards).
+func guardReadOnly(ctx context.Context, client redis.UniversalClient) {
+	client.AddHook(readOnlyHook{})
+	cluster, ok := client.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	var guarded sync.Map // *redis.Client → struct{}: one hook per node client
+	guard := func(node *redis.Client) {
+		if _, dup := guarded.LoadOrStore(node, struct{}{}); !dup {
+			node.AddHook(readOnlyHook{})
+		}
+	}
+	cluster.OnNewNode(guard)
+	ctx, cancel := context.WithTimeout(ctx, guardTimeout)
+	defer cancel()
+	_ = cluster.ForEachShard(ctx, func(_ context.Context, node *redis.Client) error {
+		guard(node)
+		return nil
+	})
 }
 
 // readOnlyHook refuses every command that is not a read: the defence in depth behind the

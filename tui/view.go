@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -158,23 +159,33 @@ func (m *model) refreshMode() string {
 	return mode
 }
 
-// costLines state the console's Redis cost for the help screen.
+// costLines state the console's Redis cost for the help screen, in two lines: what a refresh
+// costs (SCAN walks the whole database and counts as the keys it examines) and what the last
+// one cost.
 func (m *model) costLines() []string {
-	budget := "unlimited"
+	budget := "no budget"
 	if b := m.src.Budget(); b > 0 {
-		budget = common.Count(b) + "/s"
+		budget = "≤ " + common.Count(b) + "/s"
 	}
-	n := 0
-	if m.view != nil {
-		n = m.view.Total
+	first := fmt.Sprintf("cost: SCAN walks the whole db: %d per SCAN + 2 per lock, %s · PING 1/s",
+		source.ScanCost, budget)
+	st := m.lastScan
+	if st.Scans == 0 {
+		return []string{first, "  last refresh: not done yet · c (sampling) costs extra"}
 	}
-	batches := (n + source.ScanCount - 1) / source.ScanCount
-	return []string{
-		fmt.Sprintf("cost: N locks = ceil(N/%d) SCAN + N GET + N PTTL in ceil(N/%d)+1 round trips",
-			source.ScanCount, source.ScanCount),
-		fmt.Sprintf("  now %s locks = %s commands/refresh · cap %s · PING 1/s · c costs extra",
-			common.Count(n), common.Count(batches+2*n), budget),
+	last := fmt.Sprintf("  last refresh: %s SCAN (~%s keys) + %s reads = %s",
+		common.Count(st.Scans), common.Count(st.Scans*source.ScanCount),
+		common.Count(st.Commands-st.Scans), common.Count(st.Cost))
+	if b := m.src.Budget(); b > 0 {
+		secs := float64(st.Cost) / float64(b)
+		switch {
+		case secs >= 60:
+			last += " ≥ " + common.Duration(time.Duration(secs*float64(time.Second)))
+		case secs >= 0.1:
+			last += fmt.Sprintf(" ≥ %.1fs", secs)
+		}
 	}
+	return []string{first, last}
 }
 
 // footerKeys is the footer's short help: help and quit, then the active page's keys.

@@ -2,7 +2,9 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,7 +24,12 @@ const (
 	keyspaceCoalesce = 100 * time.Millisecond
 	// KeyspaceReadBatch is the most keys one targeted read takes (two commands each).
 	KeyspaceReadBatch = 500
+	// SubscribeTimeout bounds the wait for Redis to confirm the keyspace subscription.
+	SubscribeTimeout = 5 * time.Second
 )
+
+// subscribeTimeout is SubscribeTimeout; tests shorten it.
+var subscribeTimeout = SubscribeTimeout
 
 // Keyspace collects the keys named by keyspace notifications (PSUBSCRIBE
 // __keyspace@<db>__:<namespace>*) until the console reads them.
@@ -39,13 +46,28 @@ type Keyspace struct {
 }
 
 // SubscribeKeyspace subscribes to the keyspace notifications of the namespace in db and
-// returns once Redis confirmed. Close it when done.
+// returns once Redis confirmed, waiting at most SubscribeTimeout (the connection's handshake
+// included when the client honours context deadlines) and no longer than ctx. Close it when
+// done.
 func (s *Source) SubscribeKeyspace(ctx context.Context, db int) (*Keyspace, error) {
 	prefix := "__keyspace@" + strconv.Itoa(db) + "__:"
 	pattern := prefix + provider.LiteralPattern(s.ns) + "*"
-	ps := s.client.PSubscribe(ctx, pattern)
-	if _, err := ps.Receive(ctx); err != nil {
+	confirmCtx, cancel := context.WithTimeout(ctx, subscribeTimeout)
+	defer cancel()
+	ps := s.client.PSubscribe(confirmCtx, pattern)
+	// go-redis cuts I/O at deadlines, not on cancellation: closing the PubSub is what ends the
+	// wait when ctx ends first (the console quits).
+	interrupt := context.AfterFunc(ctx, func() { _ = ps.Close() })
+	_, err := ps.ReceiveTimeout(confirmCtx, subscribeTimeout)
+	if !interrupt() {
+		err = fmt.Errorf("stopped while waiting for the confirmation: %w", context.Cause(ctx))
+	}
+	if err != nil {
 		_ = ps.Close()
+		var ne net.Error
+		if (confirmCtx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) && ctx.Err() == nil {
+			err = fmt.Errorf("no confirmation from Redis within %s: %w", subscribeTimeout, err)
+		}
 		return nil, fmt.Errorf("psubscribe %q: %w", pattern, err)
 	}
 	k := &Keyspace{

@@ -6,28 +6,31 @@ import (
 	"time"
 )
 
-// DefaultBudget is the commands per second the console's own reads may use (see the package
-// documentation).
+// DefaultBudget is the cost per second the console's own reads may use, in commands, with a
+// SCAN counted as the ScanCount keys it examines (see the package documentation).
 const DefaultBudget = 20000
 
-// Limiter is a token bucket of commands per second. The zero rate means unlimited. A caller
-// takes the cost of what it already sent and waits when the bucket is in debt, so the average
-// rate over any second stays at the budget.
+// Limiter is a token bucket of cost units per second (a GET is one, a SCAN ScanCost). The zero
+// rate means unlimited. A caller takes the cost of what it is about to send and waits when the
+// bucket is in debt, so the average rate over any second stays at the budget.
 type Limiter struct {
 	rate  float64 // tokens per second; 0 = unlimited
 	burst float64
 
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
-	now    func() time.Time
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	charged int64
+	now     func() time.Time
+	// sleep waits d or until ctx ends; tests replace it (with now) by a virtual clock.
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// NewLimiter returns a limiter of perSecond commands per second (<= 0: unlimited). Its burst
-// is a tenth of a second's worth, so no one-second window sees more than 1.1 × perSecond plus
-// the batch that ran ahead.
+// NewLimiter returns a limiter of perSecond units per second (<= 0: unlimited). Its burst is a
+// tenth of a second's worth, so no one-second window sees more than 1.1 × perSecond plus the
+// batch that ran ahead.
 func NewLimiter(perSecond int) *Limiter {
-	l := &Limiter{now: time.Now}
+	l := &Limiter{now: time.Now, sleep: sleep}
 	if perSecond > 0 {
 		l.rate = float64(perSecond)
 		l.burst = max(float64(perSecond)/10, 1)
@@ -36,16 +39,27 @@ func NewLimiter(perSecond int) *Limiter {
 	return l
 }
 
-// Rate returns the budget in commands per second (0: unlimited).
+// Rate returns the budget in units per second (0: unlimited).
 func (l *Limiter) Rate() int { return int(l.rate) }
 
-// Take charges n commands and returns how long the caller must wait before sending more.
+// Charged returns the cost charged so far, whatever the rate (also when unlimited).
+func (l *Limiter) Charged() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.charged
+}
+
+// Take charges n units and returns how long the caller must wait before sending more.
 func (l *Limiter) Take(n int) time.Duration {
-	if l == nil || l.rate == 0 {
+	if l == nil {
 		return 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.charged += int64(n)
+	if l.rate == 0 {
+		return 0
+	}
 	now := l.now()
 	if !l.last.IsZero() {
 		l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
@@ -58,12 +72,16 @@ func (l *Limiter) Take(n int) time.Duration {
 	return time.Duration(-l.tokens / l.rate * float64(time.Second))
 }
 
-// Wait charges n commands and waits until the bucket is out of debt or ctx ends.
+// Wait charges n units and waits until the bucket is out of debt or ctx ends.
 func (l *Limiter) Wait(ctx context.Context, n int) error {
 	d := l.Take(n)
 	if d <= 0 {
 		return ctx.Err()
 	}
+	return l.sleep(ctx, d)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

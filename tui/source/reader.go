@@ -16,14 +16,21 @@ import (
 // ScanCount is the COUNT hint of every SCAN: the batch size of a refresh.
 const ScanCount = 100
 
+// ScanCost is what one SCAN is charged against the budget: the ScanCount keys of the whole
+// database it examines (MATCH filters after the walk), not one command. A refresh of a database
+// that holds more than locks therefore slows down with the size of the database instead of
+// loading Redis with SCANs.
+const ScanCost = ScanCount
+
 // Options configure a Source.
 type Options struct {
 	// Client is the Redis client (standalone, Sentinel or Cluster). Required.
 	Client redis.UniversalClient
 	// Namespace is the key prefix of the locks. Default provider.DefaultNamespace.
 	Namespace string
-	// Budget is the commands per second the console's own reads may use. Default
-	// DefaultBudget; negative means unlimited (benchmarks).
+	// Budget is the cost per second the console's own reads may use: one per command, except
+	// a SCAN, which counts as the ScanCost keys it examines. Default DefaultBudget; negative
+	// means unlimited (benchmarks).
 	Budget int
 }
 
@@ -52,7 +59,7 @@ func New(opts Options) *Source {
 // Namespace returns the key prefix read.
 func (s *Source) Namespace() string { return s.ns }
 
-// Budget returns the command budget per second (0: unlimited).
+// Budget returns the budget in units per second (0: unlimited): see Options.Budget.
 func (s *Source) Budget() int { return s.limiter.Rate() }
 
 // Client returns the Redis client.
@@ -78,6 +85,11 @@ type ScanStats struct {
 	Locks int
 	// Commands is what the refresh sent: the SCANs plus a GET and a PTTL per key returned.
 	Commands int
+	// Scans is the number of SCANs sent; each examines about ScanCount keys of the database.
+	Scans int
+	// Cost is what the refresh was charged against the budget: ScanCost per SCAN plus one
+	// per GET and PTTL.
+	Cost int
 	// RoundTrips is the number of SCANs plus one: each SCAN after the first rides in the
 	// pipeline that reads the previous batch.
 	RoundTrips int
@@ -90,10 +102,15 @@ type ScanStats struct {
 // walked without error.
 func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 	st := ScanStats{Scan: s.scans.Add(1), Started: time.Now()}
-	var locks, cmds, trips atomic.Int64
+	var locks, cmds, trips, scans, cost atomic.Int64
+	// charge takes the cost of what is about to be sent from the budget, waiting as needed.
+	charge := func(ctx context.Context, n int) error {
+		cost.Add(int64(n))
+		return s.limiter.Wait(ctx, n)
+	}
 	match := provider.LiteralPattern(s.ns) + "*"
 	scanNode := func(ctx context.Context, node redis.Cmdable) error {
-		if err := s.limiter.Wait(ctx, 1); err != nil {
+		if err := charge(ctx, ScanCost); err != nil {
 			return err
 		}
 		redisKeys, cursor, err := node.Scan(ctx, 0, match, ScanCount).Result()
@@ -102,18 +119,24 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 		}
 		cmds.Add(1)
 		trips.Add(1)
+		scans.Add(1)
 		for {
-			if err := s.limiter.Wait(ctx, 1+2*len(redisKeys)); err != nil {
-				return err
-			}
 			if len(redisKeys) == 0 && cursor == 0 {
 				return nil
+			}
+			batch := 2 * len(redisKeys) // a GET and a PTTL per key
+			if cursor != 0 {
+				batch += ScanCost // and the SCAN for the next batch
+			}
+			if err := charge(ctx, batch); err != nil {
+				return err
 			}
 			pipe := node.Pipeline()
 			parse := s.queueReads(ctx, pipe, trimKeys(redisKeys, s.ns))
 			var next *redis.ScanCmd
 			if cursor != 0 {
 				next = pipe.Scan(ctx, cursor, match, ScanCount)
+				scans.Add(1)
 			}
 			n := pipe.Len()
 			_, _ = pipe.Exec(ctx)
@@ -145,6 +168,7 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 	}
 	st.Took = time.Since(st.Started)
 	st.Locks, st.Commands, st.RoundTrips = int(locks.Load()), int(cmds.Load()), int(trips.Load())
+	st.Scans, st.Cost = int(scans.Load()), int(cost.Load())
 	if err != nil {
 		return st, err
 	}

@@ -124,6 +124,8 @@ func TestScanReadsEveryLockWithinTheStatedCost(t *testing.T) {
 	assert.Equal(t, n+2, count.cmds["get"])
 	assert.Equal(t, n+2, count.cmds["pttl"])
 	assert.Equal(t, scans+2*(n+2), st.Commands, "the stats count what was sent")
+	assert.Equal(t, scans, st.Scans)
+	assert.Equal(t, scans*source.ScanCost+2*(n+2), st.Cost, "a SCAN costs the keys it examines, a read one")
 	assert.Equal(t, scans+1, count.trips, "each SCAN after the first rides with the reads")
 	assert.Equal(t, count.trips, st.RoundTrips)
 	assert.Equal(t, n+2, st.Locks)

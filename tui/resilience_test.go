@@ -1,0 +1,114 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/events"
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+)
+
+// A subscription to lock events refused at start (here by an ACL) is made once Redis allows it,
+// without restarting the console.
+func TestIntegrationEventsResubscribeAfterAFailedStart(t *testing.T) {
+	srv := redistest.Start(t)
+	admin := srv.Client(t)
+	ctx := t.Context()
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "console", "on", ">pw", "~*", "resetchannels", "+@all").Err())
+	require.NoError(t, admin.Set(ctx, "medusa_lock:cart:9", "holder", time.Minute).Err())
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "console", Password: "pw"})
+	t.Cleanup(func() { _ = client.Close() })
+
+	c := startConsole(t, Config{Client: client, URL: srv.URL})
+	c.await("cart:9", "lock events unavailable", "· no events")
+	require.NoError(t, admin.Do(ctx, "ACL", "SETUSER", "console", "allchannels").Err())
+	c.await("lock events subscribed", "· events")
+
+	c.press("3")
+	ev, err := json.Marshal(events.Event{V: events.Version, Kind: provider.EventWaiting, Key: "cart:9",
+		Owner: "waiter-1", TS: time.Now().UnixMilli(), Source: events.SourceGo})
+	require.NoError(t, err)
+	require.NoError(t, admin.Publish(ctx, events.ChannelFor("medusa_lock:"), ev).Err())
+	c.await("1 cart:9", "holder")
+	c.quit()
+}
+
+// startCluster starts a two-master Redis Cluster (slots split in half) and returns the
+// addresses of its nodes once both agree the cluster is up.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	ctx := t.Context()
+	cfg := redistest.Config{Args: []string{"--cluster-enabled", "yes"}}
+	a, b := redistest.StartWith(t, cfg), redistest.StartWith(t, cfg)
+	ca, cb := a.Client(t), b.Client(t)
+	require.NoError(t, ca.ClusterAddSlotsRange(ctx, 0, 8191).Err())
+	require.NoError(t, cb.ClusterAddSlotsRange(ctx, 8192, 16383).Err())
+	host, port, _ := strings.Cut(b.Addr, ":")
+	require.NoError(t, ca.Do(ctx, "CLUSTER", "MEET", host, port).Err())
+	require.Eventually(t, func() bool {
+		for _, n := range []*redis.Client{ca, cb} {
+			info, err := n.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:2") {
+				return false
+			}
+		}
+		return true
+	}, waitFor, 20*time.Millisecond)
+	return []string{a.Addr, b.Addr}
+}
+
+// In read-only mode the hook that refuses writes reaches the clients of a Cluster's nodes too
+// (ForEachMaster hands them out: the refresh, the provider's ReleaseAll), both the nodes the
+// client knew before the console started and those it learns after.
+func TestIntegrationReadOnlyGuardsClusterNodes(t *testing.T) {
+	addrs := startCluster(t)
+	ctx := t.Context()
+	newClient := func() *redis.ClusterClient {
+		cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		t.Cleanup(func() { _ = cl.Close() })
+		return cl
+	}
+	writer := newClient()
+	require.Eventually(t, func() bool {
+		writer.ReloadState(ctx)
+		return writer.Ping(ctx).Err() == nil
+	}, waitFor, 20*time.Millisecond)
+	var keys []string
+	for i := range 20 {
+		keys = append(keys, fmt.Sprintf("medusa_lock:k%02d", i))
+		require.NoError(t, writer.Set(ctx, keys[i], "o", time.Minute).Err())
+	}
+
+	used := newClient() // used before the console starts, as the CLI does: its nodes exist
+	require.NoError(t, used.Ping(ctx).Err())
+	fresh := newClient() // its nodes are made while the console runs
+	for name, cl := range map[string]*redis.ClusterClient{"used": used, "fresh": fresh} {
+		c := startConsole(t, Config{Client: cl, URL: "redis://" + addrs[0] + "?cluster=1", ReadOnly: true, NoEvents: true})
+		c.await(" RO ", "20 locks")
+		c.quit()
+
+		err := cl.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			for _, k := range keys { // a node deletes the keys of its slots (others: MOVED)
+				if err := node.Del(ctx, k).Err(); !errors.Is(err, ErrReadOnly) {
+					return fmt.Errorf("DEL %s on a node's client: %v, want ErrReadOnly", k, err)
+				}
+			}
+			return nil
+		})
+		require.NoError(t, err, "%s client", name)
+		_, err = provider.New(cl, nil).ReleaseAll(ctx, "o")
+		require.ErrorIs(t, err, ErrReadOnly, "%s client: ReleaseAll walks the nodes' clients", name)
+		for _, k := range keys {
+			require.Equal(t, int64(1), writer.Exists(ctx, k).Val(), "%s client: %s is still there", name, k)
+		}
+	}
+}

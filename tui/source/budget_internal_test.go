@@ -1,0 +1,138 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+)
+
+// virtualClock stands in for the limiter's clock: a wait advances it instead of sleeping, so
+// the pacing of a refresh is measured without wall-clock timing.
+type virtualClock struct {
+	mu    sync.Mutex
+	start time.Time
+	now   time.Time
+}
+
+func newVirtualClock() *virtualClock {
+	t := time.Unix(1_000_000, 0)
+	return &virtualClock{start: t, now: t}
+}
+
+func (c *virtualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	return ctx.Err()
+}
+
+func (c *virtualClock) Elapsed() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now.Sub(c.start)
+}
+
+// commandCounter is a go-redis hook counting commands by name (the handshake excluded).
+type commandCounter struct {
+	mu   sync.Mutex
+	cmds map[string]int
+}
+
+func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.add(cmds...)
+		return next(ctx, cmds)
+	}
+}
+func (h *commandCounter) add(cmds ...redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cmds == nil {
+		h.cmds = map[string]int{}
+	}
+	for _, c := range cmds {
+		h.cmds[c.Name()]++
+	}
+}
+func (h *commandCounter) count(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cmds[name]
+}
+
+type discardSink struct{}
+
+func (discardSink) Observe([]provider.Lock, time.Time, uint64) {}
+func (discardSink) EndScan(uint64, time.Time)                  {}
+func (discardSink) Absent([]string, time.Time)                 {}
+
+// A database that holds far more than locks: SCAN … MATCH walks all of it, and the budget must
+// count that walk (each SCAN examines ~COUNT keys), not one command per SCAN.
+func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	ctx := t.Context()
+	const other, locks = 20000, 6
+	for start := 0; start < other; start += 1000 {
+		pairs := make([]any, 0, 2000)
+		for i := start; i < start+1000; i++ {
+			pairs = append(pairs, fmt.Sprintf("app:session:%06d", i), "x")
+		}
+		require.NoError(t, client.MSet(ctx, pairs...).Err())
+	}
+	for i := 0; i < locks; i++ {
+		require.NoError(t, client.Set(ctx, fmt.Sprintf("medusa_lock:cart:%d", i), "o", time.Minute).Err())
+	}
+	dbsize, err := client.DBSize(ctx).Result()
+	require.NoError(t, err)
+
+	hook := &commandCounter{}
+	client.AddHook(hook)
+	const budget = 2000
+	src := New(Options{Client: client, Budget: budget})
+	clk := newVirtualClock()
+	src.limiter.now, src.limiter.sleep = clk.Now, clk.Sleep
+	st, err := src.Scan(ctx, discardSink{})
+	require.NoError(t, err)
+	require.Equal(t, locks, st.Locks)
+
+	scans, reads := hook.count("scan"), hook.count("get")+hook.count("pttl")
+	assert.Equal(t, 2*locks, reads)
+	assert.Equal(t, scans, st.Scans)
+	assert.Equal(t, scans*ScanCost+reads, st.Cost, "every SCAN is charged the keys it examines")
+	assert.Equal(t, int64(st.Cost), src.limiter.Charged(), "the whole cost went through the budget")
+	assert.GreaterOrEqual(t, float64(scans*ScanCount), 0.9*float64(dbsize),
+		"the SCANs of one refresh walk the whole database (%d keys in %d SCANs)", dbsize, scans)
+
+	// What Redis did for the refresh (every key examined once, plus the reads), per second of
+	// the refresh as paced by the budget, stays within the budget: beyond the first burst the
+	// refresh had to wait for every unit it was charged.
+	elapsed := clk.Elapsed().Seconds()
+	require.Positive(t, elapsed, "a refresh that examines %d keys must wait for the budget", dbsize)
+	burst := float64(budget) / 10
+	work := float64(dbsize) + float64(reads)
+	assert.LessOrEqual(t, (work-burst)/elapsed, float64(budget)*1.05,
+		"keys examined + reads = %.0f in %.2fs of budget", work, elapsed)
+}
