@@ -211,7 +211,7 @@ func (p *Provider) giveBack(ctx context.Context, keys []string, owner string) {
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, errs, err := p.deleteBatch(ctx, releaseScript, keys, owner)
+	_, errs, err := p.deleteBatch(ctx, releaseScript, keys, owner, 0, false)
 	if err == nil {
 		err = errors.Join(errs...)
 	}

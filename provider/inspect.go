@@ -115,15 +115,12 @@ func (p *Provider) readLocks(ctx context.Context, keys []string) ([]Lock, error)
 // ForceRelease deletes key only if owner still holds it: the owner the operator saw. It returns
 // false (and deletes nothing) when the key is gone or now held by someone else.
 func (p *Provider) ForceRelease(ctx context.Context, key, owner string) (bool, error) {
-	res, errs, err := p.deleteBatch(ctx, releaseScript, []string{key}, owner)
+	res, errs, err := p.deleteBatch(ctx, releaseScript, []string{key}, owner, 0, true)
 	if err == nil {
 		err = errs[0]
 	}
 	if err != nil {
 		return false, fmt.Errorf("force-release %q: %w", key, err)
-	}
-	if res[0] == 1 {
-		p.emit(EventReleased, key, owner, 0, 0)
 	}
 	return res[0] == 1, nil
 }

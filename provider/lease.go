@@ -207,7 +207,7 @@ func (l *Lease) Release(ctx context.Context) (bool, error) {
 	held := time.Since(l.acquired)
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	res, errs, err := l.p.deleteBatch(ctx, releaseScript, l.keys, l.owner)
+	res, errs, err := l.p.deleteBatch(ctx, releaseScript, l.keys, l.owner, held, true)
 	if err == nil {
 		// A key that now holds another type is no longer ours: not released, not an error.
 		err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)
@@ -216,10 +216,8 @@ func (l *Lease) Release(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("release lease %s: %w", quoteKeys(l.keys), err)
 	}
 	l.ended, l.released = true, true
-	for i, key := range l.keys {
-		if errs[i] == nil && res[i] == 1 {
-			l.p.emit(EventReleased, key, l.owner, 0, held)
-		} else {
+	for i := range l.keys {
+		if errs[i] != nil || res[i] != 1 {
 			l.released = false
 		}
 	}

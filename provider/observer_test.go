@@ -129,3 +129,38 @@ func TestPanickingObserverDoesNotLoseLocks(t *testing.T) {
 	require.True(t, ok)
 	e.requireFree("k")
 }
+
+// A waiter woken by a same-provider release is told about after the release: observers (the
+// console, the bridge's metrics) never see a key acquired by the next owner before it was
+// released by the previous one.
+func TestObserverSeesTheReleaseBeforeTheWokenAcquisition(t *testing.T) {
+	obs := &events{}
+	e := newEnv(t, &provider.Options{Observer: obs,
+		DefaultRetryInterval: time.Minute, MaximumRetryInterval: time.Minute})
+	for round := range 20 {
+		require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+		done := make(chan error, 1)
+		go func() {
+			done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "waiter", AwaitQueue: true})
+		}()
+		require.Eventually(t, func() bool { return len(obs.of(waiting)) == round+1 }, wait, poll)
+		ok, err := e.p.Release(ctx(t), []string{"k"}, "holder")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, <-done)
+		ok, err = e.p.Release(ctx(t), []string{"k"}, "waiter")
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	var order []string
+	for _, ev := range obs.all {
+		if ev.Kind == acquired || ev.Kind == released {
+			order = append(order, string(ev.Kind)+":"+ev.Owner)
+		}
+	}
+	want := make([]string, 0, 80)
+	for range 20 {
+		want = append(want, "acquired:holder", "released:holder", "acquired:waiter", "released:waiter")
+	}
+	require.Equal(t, want, order)
+}

@@ -180,12 +180,18 @@ func evalBatch[T any](ctx context.Context, p *Provider, s *redis.Script, keys []
 	return results, errs, nil
 }
 
-// deleteBatch runs a deleting script (release or unlink: 1 means deleted) like scriptBatch, then
-// wakes this Provider's waiters on every key it really deleted.
-func (p *Provider) deleteBatch(ctx context.Context, s *redis.Script, keys []string, args ...any) (results []int64, errs []error, err error) {
-	results, errs, err = p.scriptBatch(ctx, s, keys, args...)
+// deleteBatch runs a deleting script (release or unlink, owner-checked: 1 means deleted) over
+// keys like scriptBatch. For every key it really deleted it first tells the Observer
+// (EventReleased, with held, unless announce is false) and then wakes this Provider's waiters on
+// the key, in that order, so observers never see a waiter's acquisition before the release that
+// let it in.
+func (p *Provider) deleteBatch(ctx context.Context, s *redis.Script, keys []string, owner string, held time.Duration, announce bool) (results []int64, errs []error, err error) {
+	results, errs, err = p.scriptBatch(ctx, s, keys, owner)
 	for i, key := range keys {
 		if errs[i] == nil && results[i] == 1 {
+			if announce {
+				p.emit(EventReleased, key, owner, 0, held)
+			}
 			p.wakeups.wake(key)
 		}
 	}

@@ -22,7 +22,7 @@ func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bo
 	}
 	owner = ownerOrDefault(owner)
 	sorted := normalizeKeys(keys)
-	res, errs, err := p.deleteBatch(ctx, releaseScript, sorted, owner)
+	res, errs, err := p.deleteBatch(ctx, releaseScript, sorted, owner, 0, true)
 	if err != nil {
 		return false, fmt.Errorf("release %s: %w", quoteKeys(sorted), err)
 	}
@@ -35,9 +35,7 @@ func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bo
 			if firstErr == nil {
 				firstErr = fmt.Errorf("release %q: %w", key, errs[i])
 			}
-		case res[i] == 1:
-			p.emit(EventReleased, key, owner, 0, 0)
-		default:
+		case res[i] != 1:
 			all = false
 		}
 	}
@@ -52,14 +50,13 @@ func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
 	owner = ownerOrDefault(owner)
 	released := 0
 	err := p.scanKeys(ctx, func(ctx context.Context, keys []string) error {
-		res, _, err := p.deleteBatch(ctx, unlinkScript, keys, owner)
+		res, errs, err := p.deleteBatch(ctx, unlinkScript, keys, owner, 0, true)
 		if err != nil {
 			return err
 		}
-		for i, key := range keys {
-			if res[i] == 1 {
+		for i := range keys {
+			if errs[i] == nil && res[i] == 1 {
 				released++
-				p.emit(EventReleased, key, owner, 0, 0)
 			}
 		}
 		return nil
