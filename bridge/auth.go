@@ -34,6 +34,13 @@ func newAuthenticator(cfg Config) (*authenticator, error) {
 	if len(a.tokens) == 0 && !a.insecure {
 		return nil, ErrNoToken
 	}
+	if a.insecure {
+		for _, t := range a.tokens {
+			if t.OwnerPrefix != "" {
+				return nil, ErrInsecureRestricted
+			}
+		}
+	}
 	for _, o := range cfg.AllowOrigins {
 		a.origins = append(a.origins, strings.TrimSuffix(strings.TrimSpace(o), "/"))
 	}
@@ -43,22 +50,29 @@ func newAuthenticator(cfg Config) (*authenticator, error) {
 // authenticate returns the token of r's "Authorization: Bearer" header. The given token's digest
 // is compared in constant time with every configured digest, without an early exit, so the
 // time taken says nothing about which token (or how much of one) matched. In insecure mode a
-// request without a valid token is let in unrestricted.
+// request without an Authorization header is let in unrestricted; a request that sends one must
+// send a valid token, as without insecure mode (a wrong token is a mistake worth reporting, not
+// an anonymous client).
 func (a *authenticator) authenticate(r *http.Request) (Token, bool) {
-	given, ok := bearer(r.Header.Get("Authorization"))
-	if ok {
-		digest := sha256.Sum256([]byte(given))
-		found, index := 0, 0
-		for i, d := range a.digests {
-			eq := subtle.ConstantTimeCompare(digest[:], d[:])
-			index = subtle.ConstantTimeSelect(eq, i, index)
-			found |= eq
-		}
-		if found == 1 {
-			return a.tokens[index], true
-		}
+	values := r.Header.Values("Authorization")
+	if len(values) == 0 {
+		return Token{}, a.insecure
 	}
-	return Token{}, a.insecure
+	given, ok := bearer(values[0])
+	if !ok {
+		return Token{}, false
+	}
+	digest := sha256.Sum256([]byte(given))
+	found, index := 0, 0
+	for i, d := range a.digests {
+		eq := subtle.ConstantTimeCompare(digest[:], d[:])
+		index = subtle.ConstantTimeSelect(eq, i, index)
+		found |= eq
+	}
+	if found == 1 {
+		return a.tokens[index], true
+	}
+	return Token{}, false
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header value.

@@ -81,6 +81,38 @@ func TestInsecureModeOnLoopback(t *testing.T) {
 	require.NoError(t, ws.Close())
 }
 
+// In insecure mode a client may send no token; one that sends a wrong token is refused, and
+// owner-restricted tokens are refused at start: their restriction could be escaped.
+func TestInsecureModeStillRefusesWrongTokens(t *testing.T) {
+	h := start(t, func(c *bridge.Config) { c.Tokens, c.Insecure = []bridge.Token{{Secret: testToken}}, true })
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		status int
+	}{
+		{"no header", nil, http.StatusSwitchingProtocols},
+		{"valid token", bearer(testToken), http.StatusSwitchingProtocols},
+		{"wrong token", bearer("not-the-token"), http.StatusUnauthorized},
+		{"basic scheme", http.Header{"Authorization": {"Basic " + testToken}}, http.StatusUnauthorized},
+		{"empty header", http.Header{"Authorization": {""}}, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws, resp, err := h.dialHeader(tc.header)
+			require.Equal(t, tc.status, resp.StatusCode)
+			if tc.status != http.StatusSwitchingProtocols {
+				require.ErrorIs(t, err, websocket.ErrBadHandshake)
+				return
+			}
+			require.NoError(t, err)
+			require.NoError(t, ws.Close())
+		})
+	}
+
+	_, err := bridge.New(bridge.Config{Client: unusedClient(t), Insecure: true,
+		Tokens: []bridge.Token{{Secret: "a"}, {Secret: "b", OwnerPrefix: "svc-b:"}}})
+	require.ErrorIs(t, err, bridge.ErrInsecureRestricted)
+}
+
 // fakeListener reports an address other machines reach; Serve must refuse it before accepting.
 type fakeListener struct{ net.Listener }
 

@@ -38,6 +38,9 @@ var (
 	ErrNoToken = errors.New("bridge: no token configured: give --token or BRIDGE_TOKEN, or --insecure on a loopback address")
 	// ErrInsecureNotLoopback: --insecure was asked for on an address other machines reach.
 	ErrInsecureNotLoopback = errors.New("bridge: --insecure is only allowed on a loopback address (127.0.0.1, ::1 or localhost)")
+	// ErrInsecureRestricted: insecure mode was asked for with owner-restricted tokens, whose
+	// restriction any client could escape by sending no token at all.
+	ErrInsecureRestricted = errors.New("bridge: --insecure cannot be combined with owner-restricted tokens (TOKEN:PREFIX): a client without a token could use any owner; drop --insecure or the prefixes")
 	// ErrBadToken: a token (or its owner prefix) cannot be used.
 	ErrBadToken = errors.New("bridge: bad token")
 	// ErrNoClient: Config.Client is nil.
@@ -127,8 +130,10 @@ type Config struct {
 	Namespace string
 	// Tokens are the accepted bearer tokens.
 	Tokens []Token
-	// Insecure accepts connections without a token. Serve refuses it unless the listener is on
-	// a loopback address.
+	// Insecure accepts connections without an Authorization header, unrestricted; a request
+	// that sends a token must still send a valid one. Serve refuses it unless the listener is on
+	// a loopback address, and New refuses it with owner-restricted tokens
+	// (ErrInsecureRestricted).
 	Insecure bool
 	// AllowOrigins lists the browser origins (scheme://host[:port]) allowed to connect. Requests
 	// without an Origin header (non-browser clients) are always allowed.

@@ -88,8 +88,9 @@ type conn struct {
 	quitOnce   sync.Once
 	finished   chan struct{} // closed when run returns
 
-	requests sync.WaitGroup // request goroutines
-	watchers sync.WaitGroup // lease watchers
+	requests  sync.WaitGroup // request goroutines
+	watchers  sync.WaitGroup // lease watchers
+	releasing sync.WaitGroup // lease releases of the ending connection, also those given up on
 
 	mu            sync.Mutex
 	inflight      map[string]*inflight // by idKey, until the reply is queued
@@ -100,7 +101,8 @@ type conn struct {
 	stopping      bool // the server shuts down: new requests get shutting_down
 	closing       bool // the connection ends: leases are released, none is added
 
-	released atomic.Int64 // leases released because the connection ended
+	released   atomic.Int64 // leases released because the connection ended
+	unreleased atomic.Int64 // leases of the ending connection whose release has not finished
 
 	// Reader-only state: the budget of invalid frames.
 	badFrames float64
@@ -144,11 +146,12 @@ func (c *conn) run() {
 		}
 		c.drain()
 	}
-	c.end(errConnClosed)
+	c.end(context.Background(), errConnClosed)
 	c.stopWriter()
 	_ = c.ws.Close()
 	c.requests.Wait()
 	c.watchers.Wait()
+	c.releasing.Wait()
 	c.log.Info("connection closed", "leases_released", c.released.Load())
 }
 
@@ -312,76 +315,4 @@ func (c *conn) allowBadFrame() bool {
 	c.badAt = now
 	c.badFrames++
 	return c.badFrames <= float64(c.s.cfg.MaxBadFrames)
-}
-
-// end marks the connection closing, ends every request's context and releases every lease,
-// owner-checked. A second call has nothing left to release.
-func (c *conn) end(cause error) {
-	c.mu.Lock()
-	c.closing = true
-	leases := c.leases
-	c.leases = map[string]*leaseEntry{}
-	c.mu.Unlock()
-	c.cancel(cause)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, releaseWorkers)
-	for id, e := range leases {
-		if !e.lost {
-			c.s.metrics.leasesHeld.Dec()
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			c.releaseLease(id, e.lease)
-		})
-	}
-	wg.Wait()
-	c.released.Add(int64(len(leases)))
-}
-
-// releaseLease releases one lease of an ending connection, whatever that connection's context.
-func (c *conn) releaseLease(id string, l *provider.Lease) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-	defer cancel()
-	if _, err := l.Release(ctx); err != nil {
-		c.log.Warn("could not release a lease of a closed connection; its keys expire with their TTL",
-			"lease", id, "keys", l.Keys(), "owner", l.Owner(), "error", err)
-	}
-}
-
-// goAway ends the connection for a shutdown: new requests are refused, waits in flight end with
-// shutting_down, leases are released, then a 1001 close follows the last reply.
-func (c *conn) goAway(ctx context.Context) {
-	c.mu.Lock()
-	c.stopping = true
-	for _, r := range c.inflight {
-		if r.cancel != nil {
-			r.cancel(errShuttingDown)
-		}
-	}
-	c.mu.Unlock()
-	answered := make(chan struct{})
-	go func() {
-		c.requests.Wait()
-		close(answered)
-	}()
-	select {
-	case <-answered:
-	case <-ctx.Done():
-	}
-	c.end(errShuttingDown)
-	c.send(outFrame{closeCode: websocket.CloseGoingAway, closeText: "the bridge is shutting down"})
-	grace := time.NewTimer(closeGrace)
-	defer grace.Stop()
-	select {
-	case <-c.finished:
-		return
-	case <-grace.C:
-	case <-ctx.Done():
-	}
-	_ = c.ws.Close() // the client did not answer the close: cut it
-	select {
-	case <-c.finished:
-	case <-ctx.Done():
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -42,16 +43,37 @@ type harness struct {
 	rdb   *redis.Client // the test's own view of Redis
 	srv   *bridge.Server
 	addr  string
-	stop  func() error // Shutdown, then wait for Serve to return; idempotent
+	// shutdown runs Shutdown with ctx, then waits for Serve to return; only the first call
+	// does, later ones return its result. The cleanup requires it to succeed unless the test
+	// called it itself.
+	shutdown func(ctx context.Context) error
+	stop     func() error // shutdown bounded by replyWait
+}
+
+// newClient is the bridge's Redis client in these tests: no retries, so that the tests that
+// stop or stall Redis get their errors at once. adjust, when set, changes its options.
+func newClient(t *testing.T, addr string, adjust func(*redis.Options)) *redis.Client {
+	opts := &redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1, DialerRetryTimeout: time.Millisecond}
+	if adjust != nil {
+		adjust(opts)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// withRedisOptions gives the bridge a Redis client of its own, with adjusted options.
+func withRedisOptions(t *testing.T, adjust func(*redis.Options)) func(*bridge.Config) {
+	return func(c *bridge.Config) {
+		c.Client = newClient(t, c.Client.(*redis.Client).Options().Addr, adjust)
+	}
 }
 
 // start runs a bridge with the two test tokens; mods adjust the configuration.
 func start(t *testing.T, mods ...func(*bridge.Config)) *harness {
 	t.Helper()
 	rs := redistest.Start(t)
-	// No retries: the tests that stop Redis get their errors at once.
-	client := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1,
-		DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
+	client := newClient(t, rs.Addr, nil)
 	cfg := bridge.Config{
 		Client: client,
 		Tokens: []bridge.Token{{Secret: testToken}, {Secret: restrictedToken, OwnerPrefix: ownerPrefix}},
@@ -67,21 +89,29 @@ func start(t *testing.T, mods ...func(*bridge.Config)) *harness {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
 	h := &harness{t: t, redis: rs, rdb: rs.Client(t), srv: srv, addr: l.Addr().String()}
-	var stopped bool
+	var stopped, checked bool
 	var stopErr error
-	h.stop = func() error {
-		if stopped {
-			return stopErr
+	shutdown := func(ctx context.Context) error {
+		if !stopped {
+			stopped = true
+			stopErr = errors.Join(srv.Shutdown(ctx), <-served)
 		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), replyWait)
-		defer cancel()
-		stopErr = errors.Join(srv.Shutdown(ctx), <-served)
 		return stopErr
 	}
+	h.shutdown = func(ctx context.Context) error {
+		checked = true
+		return shutdown(ctx)
+	}
+	h.stop = func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), replyWait)
+		defer cancel()
+		return shutdown(ctx)
+	}
 	t.Cleanup(func() {
-		require.NoError(t, h.stop())
-		_ = client.Close()
+		err := h.stop()
+		if !checked {
+			require.NoError(t, err)
+		}
 	})
 	return h
 }
@@ -237,12 +267,13 @@ func (h *harness) metric(sample string) string {
 	return v
 }
 
-// metrics returns the /metrics text.
+// metrics returns the /metrics text, from the handler itself (it answers after Shutdown too).
 func (h *harness) metrics() string {
 	h.t.Helper()
-	body, status := h.get("/metrics")
-	require.Equal(h.t, http.StatusOK, status)
-	return body
+	rec := httptest.NewRecorder()
+	h.srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(h.t, http.StatusOK, rec.Code)
+	return rec.Body.String()
 }
 
 func (h *harness) get(path string) (string, int) {

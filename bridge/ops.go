@@ -158,14 +158,50 @@ func (c *conn) acquire(ctx context.Context, req Request) (any, *Error) {
 	}
 	err := c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
 		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue})
-	if err != nil && req.AwaitQueue && ctx.Err() != nil && !errors.Is(err, provider.ErrNotAcquired) &&
+	if err == nil {
+		return emptyResult{}, c.giveBackIfClosing(ctx, req)
+	}
+	if req.AwaitQueue && ctx.Err() != nil && isContextError(ctx, err) && !errors.Is(err, provider.ErrNotAcquired) &&
 		!errors.Is(context.Cause(ctx), errShuttingDown) {
 		// The wait ended while a Redis call was in flight, and the provider reported that call's
 		// context error instead of its conflict: answer as for any ended wait, naming the first
-		// key in the order the provider takes them.
+		// key in the order the provider takes them. Any other error (a reply error such as
+		// WRONGTYPE) is reported as it is.
 		return nil, newError(CodeNotAcquired, notAcquiredMessage(slices.Min(req.Keys)))
 	}
-	return emptyResult{}, mapError(ctx, err)
+	return nil, mapError(ctx, err)
+}
+
+// isContextError reports whether err is a context's error or ctx's cause rather than an error
+// of Redis.
+func isContextError(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Cause(ctx))
+}
+
+// giveBackIfClosing handles an acquire that succeeded as its connection ended, so that its reply
+// may never reach the client. A lock of the anonymous owner "*" is then given back,
+// owner-checked, and the request fails: "*" is never re-entrant, so its success means that every
+// key was free and is held by this request alone; left alone, a "*" lock without expiry would
+// stay forever. A named owner may have held the keys before (a re-entry): its locks are kept,
+// and it reclaims them with release or release_all.
+func (c *conn) giveBackIfClosing(ctx context.Context, req Request) *Error {
+	if req.Owner != "" && req.Owner != provider.DefaultOwner {
+		return nil
+	}
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if !closing {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if _, err := c.s.prov.Release(ctx, req.Keys, provider.DefaultOwner); err != nil {
+		c.log.Warn("could not give back a lock acquired as its connection closed; it stays until released",
+			"keys", req.Keys, "owner", provider.DefaultOwner, "error", err)
+	}
+	return newError(CodeShuttingDown, "the connection is closing: the lock was given back")
 }
 
 // notAcquiredMessage is stock Medusa's message for a key that could not be acquired.
@@ -184,17 +220,18 @@ func (c *conn) lease(ctx context.Context, req Request) (any, *Error) {
 	c.leasesPending--
 	if err != nil {
 		c.mu.Unlock()
-		// A cancelled wait, and a timeout that struck while a Redis call was in flight, come back
-		// as context errors rather than the provider's conflict: both are stock's timeout.
-		if errors.Is(context.Cause(ctx), errCancelled) ||
-			(ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)) {
+		// A wait the client cancelled comes back as the cancellation cause rather than the
+		// provider's conflict: it is stock's timeout. A real timeout is already a conflict
+		// (ErrTimedOut); any other error, a dial timeout included, is Redis's.
+		if errors.Is(context.Cause(ctx), errCancelled) {
 			return nil, newError(CodeTimedOut, timedOutMessage)
 		}
 		return nil, mapError(ctx, err)
 	}
 	if c.closing { // the connection ended while the lease was being taken
+		c.unreleased.Add(1)
 		c.mu.Unlock()
-		c.releaseLease("", l)
+		c.releaseLease(context.WithoutCancel(ctx), "", l)
 		return nil, newError(CodeShuttingDown, "the connection is closing")
 	}
 	c.nextLease++
@@ -239,21 +276,29 @@ func (c *conn) watch(id string, e *leaseEntry) {
 	c.sendJSON(leaseLost{Type: "lease_lost", Lease: id, Keys: keys, Error: newError(CodeLockLost, lost.Error()).body()})
 }
 
+// leaseRelease releases a lease of this connection. The lease stays on the connection until its
+// release succeeds: after a Redis error (the renewal has stopped) the client may retry, and the
+// connection's end retries too.
 func (c *conn) leaseRelease(ctx context.Context, id string) (any, *Error) {
 	c.mu.Lock()
 	e := c.leases[id]
-	delete(c.leases, id)
-	wasLost := e != nil && e.lost
 	c.mu.Unlock()
 	if e == nil {
 		return nil, newError(CodeUnknownLease, fmt.Sprintf("no lease %s on this connection", quote(id)))
 	}
-	if !wasLost {
-		c.s.metrics.leasesHeld.Dec()
-	}
 	released, err := e.lease.Release(ctx)
 	if err != nil {
 		return nil, mapError(ctx, err)
+	}
+	c.mu.Lock()
+	wasLost := e.lost
+	forget := c.leases[id] == e // else a concurrent lease_release or the connection's end took it
+	if forget {
+		delete(c.leases, id)
+	}
+	c.mu.Unlock()
+	if forget && !wasLost {
+		c.s.metrics.leasesHeld.Dec()
 	}
 	return releasedResult{Released: released && !wasLost}, nil
 }

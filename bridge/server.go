@@ -133,8 +133,10 @@ func (s *Server) Serve(l net.Listener) error {
 
 // Shutdown stops the bridge gracefully: it stops accepting connections, answers new requests
 // with shutting_down, ends the waits in flight, releases every lease (owner-checked), then
-// closes every connection with 1001. When ctx ends first the remaining connections are cut and
-// ctx's error is returned. Shutdown does not close Config.Client.
+// closes every connection with 1001. Shutdown returns once ctx is done even if that work is not:
+// it then cuts the remaining connections, logs what was left and returns an error wrapping
+// ctx's error. The releases left go on in the background until they finish or the Redis client
+// is closed; keys never released expire with their TTL. Shutdown does not close Config.Client.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopping = true
@@ -152,7 +154,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	for _, c := range conns {
-		wg.Go(func() { c.goAway(ctx) })
+		wg.Go(func() { c.goAway(ctx) }) // returns once ctx is done
 	}
 	wg.Wait()
 	done := make(chan struct{})
@@ -164,12 +166,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		s.mu.Lock()
+		open, unreleased := len(s.conns), 0
 		for c := range s.conns {
 			_ = c.ws.Close()
+			unreleased += int(c.unreleased.Load())
 		}
 		s.mu.Unlock()
-		<-done
-		errs = append(errs, fmt.Errorf("bridge: shutdown cut short: %w", ctx.Err()))
+		s.log.Warn("shutdown cut short: leases not released yet are released in the background until the process exits, else their keys expire with their TTL",
+			"connections_open", open, "leases_unreleased", unreleased, "error", ctx.Err())
+		errs = append(errs, fmt.Errorf("bridge: shutdown cut short (%d connection(s) still closing, %d lease(s) not released yet): %w",
+			open, unreleased, ctx.Err()))
 	}
 	return errors.Join(errs...)
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"fmt"
 	"math/big"
 	"net"
 	"net/http"
@@ -43,6 +44,52 @@ func TestShutdownReleasesLeasesThenSaysGoingAway(t *testing.T) {
 
 	_, _, err := h.dialHeader(bearer(testToken))
 	require.Error(t, err, "a stopped bridge accepts no connection")
+}
+
+// With Redis stalled, the lease releases of a shutdown cannot finish: Shutdown still returns
+// once its context is done, says what it left, and the releases finish in the background.
+func TestShutdownReturnsWhenItsContextEndsThoughRedisStalls(t *testing.T) {
+	logs := &logRecorder{}
+	h := start(t, stallable(t), recordLogs(logs))
+	var keys []string
+	for i := range 2 {
+		c := h.dial(testToken)
+		for j := range 6 { // more leases than releases run at once
+			key := fmt.Sprintf("k%d-%d", i, j)
+			c.ok(req{"id": j, "op": "lease", "keys": []string{key}})
+			keys = append(keys, key)
+		}
+	}
+	unpause := h.pauseWrites()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.shutdown(ctx) }()
+	h.awaitHeldCommands(1) // the shutdown is releasing
+	cancel()
+	var err error
+	select {
+	case err = <-stopped:
+	case <-time.After(replyWait):
+		unpause()
+		t.Fatal("Shutdown did not return once its context was done")
+	}
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "12 lease(s) not released yet")
+	left := logs.await(t, "shutdown cut short: leases not released yet are released in the background until the process exits, else their keys expire with their TTL")
+	require.Equal(t, int64(12), left["leases_unreleased"].Int64())
+	require.Equal(t, int64(2), left["connections_open"].Int64())
+	require.NotEmpty(t, h.owner(keys[0]), "Redis has not released anything yet")
+
+	unpause()
+	require.Eventually(t, func() bool {
+		for _, key := range keys {
+			if h.owner(key) != "" {
+				return false
+			}
+		}
+		return true
+	}, eventually, tick, "the releases go on after Shutdown returned")
+	require.Eventually(t, func() bool { return h.metric(bridge.MetricConnections) == "0" }, eventually, tick)
 }
 
 func TestHealthReadinessAndRedisErrors(t *testing.T) {

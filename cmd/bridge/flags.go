@@ -82,7 +82,7 @@ func parseFlags(args []string, getenv func(string) string, usage io.Writer) (opt
 	fs.StringVar(&o.redisTLS.Key, "redis-tls-key", "", "client key (`PEM`) for rediss:// URLs")
 	fs.StringVar(&o.namespace, "namespace", provider.DefaultNamespace, "lock key `prefix`")
 	fs.Var(&tokens, "token", "accepted bearer `token`, or TOKEN:OWNER-PREFIX (repeatable)")
-	fs.BoolVar(&o.insecure, "insecure", false, "accept clients without a token (loopback --listen only)")
+	fs.BoolVar(&o.insecure, "insecure", false, "accept clients that send no token (loopback --listen only; not with TOKEN:PREFIX tokens)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS (wss://) with this certificate `PEM` (with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "private key `PEM` of --tls-cert")
 	fs.Var(&origins, "allow-origin", "browser `origin` allowed to connect, e.g. https://admin.example (repeatable)")
@@ -129,6 +129,13 @@ func (o *options) validate(logLevel string) error {
 	}
 	if len(o.tokens) == 0 && !o.insecure {
 		return usageErrorf("no token: give --token TOKEN or set BRIDGE_TOKEN (or --insecure on a loopback --listen)")
+	}
+	if o.insecure {
+		for _, t := range o.tokens {
+			if t.OwnerPrefix != "" {
+				return usageErrorf("%v", bridge.ErrInsecureRestricted)
+			}
+		}
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return usageErrorf("--tls-cert and --tls-key go together")

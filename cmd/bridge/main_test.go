@@ -91,6 +91,7 @@ func TestBadCommandLinesFailWithOneLine(t *testing.T) {
 		{nil, 2, "no token: give --token TOKEN or set BRIDGE_TOKEN"},
 		{[]string{"--token", ":prefix"}, 2, "--token: bad token: empty token"},
 		{[]string{"--insecure", "--listen", "0.0.0.0:7420"}, 2, "--insecure is only allowed on a loopback address"},
+		{[]string{"--insecure", "--token", token + ":svc-a:"}, 2, "--insecure cannot be combined with owner-restricted tokens"},
 		{[]string{"--token", token, "--listen", "7420"}, 2, `bad listen address "7420"`},
 		{[]string{"--token", token, "--log-format", "xml"}, 2, `--log-format must be text or json, not "xml"`},
 		{[]string{"--token", token, "--log-level", "loud"}, 2, `--log-level must be debug, info, warn or error, not "loud"`},
@@ -102,7 +103,11 @@ func TestBadCommandLinesFailWithOneLine(t *testing.T) {
 		cmd := command(tc.args...)
 		var stdout, stderr bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
+		require.NoError(t, cmd.Start())
+		// A command line that is wrongly accepted starts a server: stop it rather than hang.
+		kill := time.AfterFunc(wait, func() { _ = cmd.Process.Kill() })
+		err := cmd.Wait()
+		kill.Stop()
 		var exit *exec.ExitError
 		require.True(t, errors.As(err, &exit), "bridge %v: %v", tc.args, err)
 		require.Equal(t, tc.status, exit.ExitCode(), "bridge %v: %s", tc.args, stderr.String())

@@ -1,0 +1,90 @@
+package bridge_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/bridge"
+)
+
+// A dial timeout matches context.DeadlineExceeded; it is still Redis's error, not the lease's
+// timeout.
+func TestLeaseWhileRedisIsUnreachableIsARedisError(t *testing.T) {
+	h := start(t, withRedisOptions(t, func(o *redis.Options) { o.DialTimeout = time.Nanosecond }))
+	c := h.dial(testToken)
+	f := c.fail(req{"id": 1, "op": "lease", "keys": []string{"k"}, "timeout": 60}, "redis_error", "")
+	require.Equal(t, "unexpected_state", f.Error.Type)
+	require.Contains(t, f.Error.Message, "timeout", "the message says what failed")
+	c.fail(req{"id": 2, "op": "acquire", "keys": []string{"k"}, "owner": "o", "await_queue": true, "timeout": 60},
+		"redis_error", "")
+}
+
+// A queued acquire whose wait ends (here: cancelled) just as Redis answers with a reply error
+// reports that error, not a conflict on some key.
+func TestEndedQueuedAcquireReportsARedisReplyErrorAsItIs(t *testing.T) {
+	h := start(t, stallable(t))
+	c := h.dial(testToken)
+	require.NoError(t, h.rdb.RPush(context.Background(), namespace+"list", "x").Err())
+	c.warmUp()
+	unpause := h.pauseWrites()
+	c.send(req{"id": "q", "op": "acquire", "keys": []string{"a", "list"}, "owner": "o", "await_queue": true})
+	h.awaitHeldCommands(1)
+	require.Equal(t, req{"cancelled": true}, c.ok(req{"id": "c", "op": "cancel", "target": "q"}))
+	unpause()
+	f := c.recv()
+	require.JSONEq(t, `"q"`, string(f.ID))
+	requireError(t, f, "redis_error", "")
+	require.Contains(t, f.Error.Message, "WRONGTYPE")
+	require.Contains(t, f.Error.Message, `"list"`)
+	require.Empty(t, h.owner("a"), "what the acquire took is given back")
+}
+
+// A plain acquire that succeeds as its connection drops cannot be answered: an anonymous lock
+// is given back (it would never expire), a named owner's lock stays (it may be a re-entry).
+func TestAcquireThatSucceedsAsTheConnectionDropsGivesAnonymousLocksBack(t *testing.T) {
+	logs := &logRecorder{}
+	h := start(t, stallable(t), recordLogs(logs))
+	c := h.dial(testToken)
+	c.warmUp()
+	unpause := h.pauseWrites()
+	c.send(req{"id": 1, "op": "acquire", "keys": []string{"anon1", "anon2"}})
+	c.send(req{"id": 2, "op": "acquire", "keys": []string{"named"}, "owner": "o"})
+	h.awaitHeldCommands(2)
+	require.NoError(t, c.ws.NetConn().Close())
+	logs.await(t, "connection ending")
+	unpause()
+	require.Eventually(t, func() bool { return h.owner("named") == "o" }, eventually, tick)
+	require.Eventually(t, func() bool { return h.owner("anon1") == "" && h.owner("anon2") == "" }, eventually, tick,
+		"the anonymous lock must be given back")
+	require.Eventually(t, func() bool { return h.metric(bridge.MetricConnections) == "0" }, eventually, tick)
+	require.Equal(t, "1", h.metric(bridge.MetricRequests+`{op="acquire",result="shutting_down"}`))
+}
+
+// A lease_release that fails keeps the lease: the client may retry it.
+func TestFailedLeaseReleaseCanBeRetried(t *testing.T) {
+	h := start(t, stallable(t))
+	c := h.dial(testToken)
+	lease := c.ok(req{"id": 1, "op": "lease", "keys": []string{"k1", "k2"}})["lease"].(string)
+	unpause := h.pauseWrites()
+	c.send(req{"id": 2, "op": "lease_release", "lease": lease})
+	h.awaitHeldCommands(1)
+	h.killBridgeConns()
+	f := c.recv()
+	require.JSONEq(t, "2", string(f.ID))
+	requireError(t, f, "redis_error", "")
+	require.True(t, strings.HasPrefix(f.Error.Message, "release lease "), f.Error.Message)
+	require.NotEmpty(t, h.owner("k1"), "the keys are still held")
+	require.Equal(t, "1", h.metric(bridge.MetricLeasesHeld))
+
+	unpause()
+	require.Equal(t, req{"released": true}, c.ok(req{"id": 3, "op": "lease_release", "lease": lease}))
+	require.Empty(t, h.owner("k1"))
+	require.Empty(t, h.owner("k2"))
+	require.Equal(t, "0", h.metric(bridge.MetricLeasesHeld))
+	c.fail(req{"id": 4, "op": "lease_release", "lease": lease}, "unknown_lease", "")
+}
