@@ -213,10 +213,18 @@ func isNetworkReply(err error) bool {
 		strings.HasPrefix(msg, "TRYAGAIN")
 }
 
-// cleanupContext is for giving keys back after the caller's context ended: it keeps the
-// caller's values, drops its cancellation and bounds the clean-up.
+// cleanupTimeout bounds a clean-up (giving keys back, releasing a lease).
+const cleanupTimeout = 5 * time.Second
+
+// cleanupContext is for giving keys back, also after the caller's context ended: it keeps the
+// caller's values, drops its cancellation and bounds the clean-up by cleanupTimeout, or by the
+// caller's deadline when that is earlier and still ahead (a caller bounding a release).
 func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	deadline := time.Now().Add(cleanupTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) && time.Until(d) > 0 {
+		deadline = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), deadline)
 }
 
 // uniqueInOrder drops repeated keys and keeps the caller's order.
