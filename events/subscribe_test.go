@@ -8,9 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/redistest"
-
 	"github.com/locktui/locktui/events"
+	"github.com/locktui/locktui/internal/redistest"
 )
 
 func TestSubscribeGivesUpWhenRedisNeverConfirms(t *testing.T) {
