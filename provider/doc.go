@@ -27,14 +27,17 @@
 // type counts as lost instead of being retried forever; Execute logs a failed final release
 // instead of returning it (the job did run), and gives its keys back also when the job panics.
 //
-// In-process wake-ups: a call waiting for a held key (Acquire with AwaitQueue, AcquireLease,
-// Execute) polls with jittered exponential backoff, as stock does, but when the same Provider
+// In-process wake-ups (opt-in, Options.WakeLocalWaiters): a call waiting for a held key (Acquire
+// with AwaitQueue, AcquireLease, Execute) polls with jittered exponential backoff, as stock does;
+// with wake-ups on, when the same Provider
 // deletes that key (Release, Lease.Release, Execute's release, ForceRelease, ForceReleaseAny,
 // ReleaseAll, the give-back of a failed acquisition; only when the delete really happened) every
 // call of that Provider waiting on the key is woken at once and retries immediately. This helps
 // most where one Provider serves many clients, as the bridge does. Keys released by other
 // processes or other Providers are still found by polling (or by Options.Waker). A wake-up
-// starts no goroutine and does not shorten later backoff sleeps.
+// starts no goroutine and does not shorten later backoff sleeps. It is off by default: woken
+// waiters win almost every hand-off against other processes, which only poll, so a stock
+// Medusa process contending for the same hot key could be starved.
 //
 // Every call takes a context and honours its cancellation; a Provider is safe for concurrent use
 // and holds no global state.

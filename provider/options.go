@@ -51,6 +51,14 @@ type Options struct {
 	// give-back of a failed acquisition): the Waker's ctx is then cancelled and the waiter
 	// retries immediately. The backoff delay still grows after such a retry.
 	Waker Waker
+	// WakeLocalWaiters, when true, ends the backoff wait of this Provider's own waiters the
+	// moment this Provider releases their key, instead of letting them sleep it out. It makes
+	// waiters of one Provider fair to each other (every client of one bridge, every goroutine of
+	// one service), but gives them priority over other processes, which only poll: under
+	// sustained contention a stock Medusa process on the same key can be starved until its
+	// execute times out. Off by default, because sharing locks fairly with Medusa is the point
+	// of this provider; turn it on where only this Provider contends for its keys.
+	WakeLocalWaiters bool
 	// Observer, when set, receives every lock event (waiting, acquired, released, gave up,
 	// renewed, lost). It is called synchronously and must not block.
 	Observer Observer

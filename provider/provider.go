@@ -192,7 +192,9 @@ func (p *Provider) deleteBatch(ctx context.Context, s *redis.Script, keys []stri
 			if announce {
 				p.emit(EventReleased, key, owner, 0, held)
 			}
-			p.wakeups.wake(key)
+			if p.opts.WakeLocalWaiters {
+				p.wakeups.wake(key)
+			}
 		}
 	}
 	return results, errs, err

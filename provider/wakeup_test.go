@@ -31,6 +31,7 @@ func waitSignal() (provider.Observer, <-chan string) {
 func slowEnv(t *testing.T, obs provider.Observer, waker provider.Waker) *env {
 	return newEnv(t, &provider.Options{
 		DefaultRetryInterval: slowBackoff, MaximumRetryInterval: slowBackoff, Observer: obs, Waker: waker,
+		WakeLocalWaiters: true,
 	})
 }
 
@@ -259,7 +260,7 @@ func TestForeignReleaseIsFoundByPolling(t *testing.T) {
 	})
 	t.Run("default polling", func(t *testing.T) {
 		obs, waiting := waitSignal()
-		e := newEnv(t, &provider.Options{Observer: obs, DefaultRetryInterval: 10 * time.Millisecond, MaximumRetryInterval: 50 * time.Millisecond})
+		e := newEnv(t, &provider.Options{Observer: obs, DefaultRetryInterval: 10 * time.Millisecond, MaximumRetryInterval: 50 * time.Millisecond, WakeLocalWaiters: true})
 		other := provider.New(e.srv.Client(t), &provider.Options{Namespace: e.ns})
 		require.NoError(t, other.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 		done := goAcquire(t, e.p, []string{"k"}, "me")
