@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,49 +16,6 @@ import (
 )
 
 const benchLocks = 100000
-
-// countingHook counts the commands and round trips a client sends (the connection handshake
-// excluded).
-type countingHook struct {
-	mu          sync.Mutex
-	cmds, trips int
-}
-
-func (h *countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.add(cmds...)
-		return next(ctx, cmds)
-	}
-}
-func (h *countingHook) add(cmds ...redis.Cmder) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, c := range cmds {
-		switch c.Name() {
-		case "hello", "client", "auth", "select":
-		default:
-			n++
-		}
-	}
-	if n > 0 {
-		h.cmds += n
-		h.trips++
-	}
-}
-func (h *countingHook) reset() (cmds, trips int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	cmds, trips, h.cmds, h.trips = h.cmds, h.trips, 0, 0
-	return cmds, trips
-}
 
 // storeSink applies a refresh to a store, as the hub does.
 type storeSink struct{ s *store.Store }
@@ -88,7 +44,7 @@ func BenchmarkRefresh100k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	hook := &countingHook{}
+	hook := &redistest.Counter{}
 	client.AddHook(hook)
 	src := source.New(source.Options{Client: client, Budget: -1})
 	s := store.New()
@@ -102,7 +58,7 @@ func BenchmarkRefresh100k(b *testing.B) {
 		if st.Locks < benchLocks {
 			b.Fatalf("refresh read %d locks, want %d", st.Locks, benchLocks)
 		}
-		c, t := hook.reset()
+		c, t := hook.Reset()
 		cmds, trips, cost = cmds+c, trips+t, cost+st.Cost
 	}
 	b.StopTimer()

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -47,41 +46,6 @@ func (c *virtualClock) Elapsed() time.Duration {
 	return c.now.Sub(c.start)
 }
 
-// commandCounter is a go-redis hook counting commands by name (the handshake excluded).
-type commandCounter struct {
-	mu   sync.Mutex
-	cmds map[string]int
-}
-
-func (h *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.add(cmds...)
-		return next(ctx, cmds)
-	}
-}
-func (h *commandCounter) add(cmds ...redis.Cmder) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cmds == nil {
-		h.cmds = map[string]int{}
-	}
-	for _, c := range cmds {
-		h.cmds[c.Name()]++
-	}
-}
-func (h *commandCounter) count(name string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.cmds[name]
-}
-
 type discardSink struct{}
 
 func (discardSink) Observe([]provider.Lock, time.Time, uint64) {}
@@ -108,7 +72,7 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	dbsize, err := client.DBSize(ctx).Result()
 	require.NoError(t, err)
 
-	hook := &commandCounter{}
+	hook := &redistest.Counter{}
 	client.AddHook(hook)
 	const budget = 2000
 	src := New(Options{Client: client, Budget: budget})
@@ -118,7 +82,7 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, locks, st.Locks)
 
-	scans, reads := hook.count("scan"), hook.count("get")+hook.count("pttl")
+	scans, reads := hook.Count("scan"), hook.Count("get")+hook.Count("pttl")
 	assert.Equal(t, 2*locks, reads)
 	assert.Equal(t, scans, st.Scans)
 	assert.Equal(t, scans*ScanCost+reads, st.Cost, "every SCAN is charged the keys it examines")

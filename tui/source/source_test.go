@@ -18,48 +18,6 @@ import (
 	"github.com/locktui/locktui/tui/store"
 )
 
-// counter is a go-redis hook counting the commands and round trips a client sends.
-type counter struct {
-	mu    sync.Mutex
-	cmds  map[string]int
-	trips int
-}
-
-func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.add(cmds...)
-		return next(ctx, cmds)
-	}
-}
-
-// add counts cmds as one round trip; the handshake of a new connection is not counted.
-func (c *counter) add(cmds ...redis.Cmder) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cmds == nil {
-		c.cmds = map[string]int{}
-	}
-	counted := false
-	for _, cmd := range cmds {
-		switch cmd.Name() {
-		case "hello", "client", "auth", "select":
-			continue
-		}
-		c.cmds[cmd.Name()]++
-		counted = true
-	}
-	if counted {
-		c.trips++
-	}
-}
-
 // sink records what a Source delivers.
 type sink struct {
 	mu     sync.Mutex
@@ -106,7 +64,7 @@ func TestScanReadsEveryLockWithinTheStatedCost(t *testing.T) {
 	_, err := pipe.Exec(ctx)
 	require.NoError(t, err)
 
-	count := &counter{}
+	count := &redistest.Counter{}
 	client.AddHook(count)
 	src := source.New(source.Options{Client: client, Namespace: ns, Budget: -1})
 	var got sink
@@ -120,14 +78,14 @@ func TestScanReadsEveryLockWithinTheStatedCost(t *testing.T) {
 	assert.True(t, got.locks["hash"].Foreign)
 	assert.Equal(t, []uint64{st.Scan}, got.ended)
 
-	scans := count.cmds["scan"]
-	assert.Equal(t, n+2, count.cmds["get"])
-	assert.Equal(t, n+2, count.cmds["pttl"])
+	scans := count.Count("scan")
+	assert.Equal(t, n+2, count.Count("get"))
+	assert.Equal(t, n+2, count.Count("pttl"))
 	assert.Equal(t, scans+2*(n+2), st.Commands, "the stats count what was sent")
 	assert.Equal(t, scans, st.Scans)
 	assert.Equal(t, scans*source.ScanCost+2*(n+2), st.Cost, "a SCAN costs the keys it examines, a read one")
-	assert.Equal(t, scans+1, count.trips, "each SCAN after the first rides with the reads")
-	assert.Equal(t, count.trips, st.RoundTrips)
+	assert.Equal(t, scans+1, count.Trips(), "each SCAN after the first rides with the reads")
+	assert.Equal(t, count.Trips(), st.RoundTrips)
 	assert.Equal(t, n+2, st.Locks)
 }
 
