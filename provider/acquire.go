@@ -52,7 +52,8 @@ func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptio
 	owner := ownerOrDefault(opts.Owner)
 	ttl := ttlSeconds(opts.Expire)
 	if opts.AwaitQueue {
-		return p.acquireQueued(ctx, keys, owner, ttl, false)
+		_, err := p.acquireQueued(ctx, keys, owner, ttl, false)
+		return err
 	}
 	return p.acquireOnce(ctx, keys, owner, ttl)
 }

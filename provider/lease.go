@@ -23,8 +23,9 @@ type LeaseOptions struct {
 }
 
 // Lease is a set of keys held under one owner and renewed in the background until Release, or
-// until a renewal finds that a key expired or changed owner (the lease is then lost: Done is
-// closed and Err returns a *ConflictError matching ErrLockLost).
+// until it is lost (Done is then closed and Err returns a *ConflictError matching ErrLockLost):
+// a renewal found a key gone or owned by someone else, or the lease's local deadline passed
+// before a renewal was confirmed (see Deadline), whatever the network does meanwhile.
 type Lease struct {
 	p        *Provider
 	keys     []string // sorted, without namespace
@@ -40,10 +41,24 @@ type Lease struct {
 	done   chan struct{} // closed when the renewal goroutine has exited
 
 	stopOnce sync.Once
-	mu       sync.Mutex // guards the fields below
-	ended    bool       // the release script ran
-	released bool       // its result: every key was still ours
+	mu       sync.Mutex  // guards the fields below
+	deadline time.Time   // see Deadline
+	expiry   *time.Timer // fires at deadline (or earlier, then re-arms itself)
+	lastErr  error       // why the last renewal failed, nil after a confirmed one
+	ended    bool        // the release script ran
+	released bool        // its result: every key was still ours
 }
+
+// SafetyMargin is how much of a lease's TTL the holder gives up to stay safe: a lease is lost
+// locally at (send time of its last confirmed renewal, or of its acquisition) + TTL −
+// SafetyMargin(TTL), a tenth of the TTL. Redis cannot expire the keys before that moment, since
+// it received the command after it was sent, as long as the clocks of this host and of Redis run
+// at rates within 10 % of each other, less the time the holder needs to notice (see
+// docs/safety.md).
+func SafetyMargin(ttl time.Duration) time.Duration { return ttl / 10 }
+
+// Renewal retry after a failed renewal: renewRetryMin, doubling up to the renewal interval.
+const renewRetryMin = 100 * time.Millisecond
 
 // AcquireLease waits up to opts.Timeout for every key and returns a renewed lease. When the
 // timeout passes first it returns a *ConflictError matching ErrTimedOut ("Timed-out acquiring
@@ -83,7 +98,8 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	timeoutErr := timedOut(sorted)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
 	defer cancel()
-	if err := p.acquireQueued(waitCtx, sorted, owner, ttl, opts.Owner == ""); err != nil {
+	confirmed, err := p.acquireQueued(waitCtx, sorted, owner, ttl, opts.Owner == "")
+	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("acquire lock for key(s) %s: %w", quoteKeys(sorted), context.Cause(ctx))
 		}
@@ -104,8 +120,85 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 		done:     make(chan struct{}),
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	l.mu.Lock()
+	l.deadline = l.deadlineAfter(confirmed)
+	l.expiry = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+	l.mu.Unlock()
 	go l.renew()
 	return l, nil
+}
+
+// deadlineAfter is the local deadline of a lifetime requested at sent.
+func (l *Lease) deadlineAfter(sent time.Time) time.Time {
+	lifetime := time.Duration(l.ttl) * time.Second
+	return sent.Add(lifetime - SafetyMargin(lifetime))
+}
+
+// Deadline returns the moment the lease is lost locally unless a renewal is confirmed first:
+// the send time of the last confirmed renewal (or of the acquisition) plus the TTL less
+// SafetyMargin. At that moment Done is closed, whether or not Redis can be reached; a renewal
+// that is confirmed later no longer counts. The keys cannot expire in Redis before it.
+func (l *Lease) Deadline() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.deadline
+}
+
+// checkDeadline runs when the expiry timer fires: the lease is lost unless a renewal moved the
+// deadline meanwhile, in which case the timer is armed again for the new one.
+func (l *Lease) checkDeadline() {
+	l.mu.Lock()
+	left, cause := time.Until(l.deadline), l.lastErr
+	if left > 0 {
+		l.expiry.Reset(left)
+	}
+	l.mu.Unlock()
+	if left > 0 || l.ctx.Err() != nil {
+		return
+	}
+	l.lose(l.order, cause)
+}
+
+// confirm records a renewal sent at sent that Redis confirmed for every key. It reports false
+// when the lease ended meanwhile (lost at its deadline, or released), so the result no longer
+// counts.
+func (l *Lease) confirm(sent time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx.Err() != nil {
+		return false
+	}
+	l.deadline, l.lastErr = l.deadlineAfter(sent), nil
+	return true
+}
+
+// failed records why a renewal failed, for the loss that may follow.
+func (l *Lease) failed(err error) {
+	l.mu.Lock()
+	l.lastErr = err
+	l.mu.Unlock()
+}
+
+// lose ends the lease as lost on keys (in the caller's order), with cause, when known, as the
+// reason (the last renewal error). Only the first end counts, a Release included.
+func (l *Lease) lose(keys []string, cause error) {
+	lostErr := lockLost(keys)
+	lostErr.cause = cause
+	l.mu.Lock()
+	first := l.ctx.Err() == nil
+	l.cancel(lostErr)
+	l.mu.Unlock()
+	if !first {
+		return
+	}
+	if cause != nil {
+		l.p.opts.Logger.Warn(lostErr.Error(), "owner", l.owner, "cause", cause)
+	} else {
+		l.p.opts.Logger.Warn(lostErr.Error(), "owner", l.owner)
+	}
+	for _, key := range keys {
+		l.p.emit(EventLost, key, l.owner, 0, time.Since(l.acquired))
+	}
 }
 
 // Keys returns the leased keys, sorted, de-duplicated, without namespace.
@@ -132,19 +225,30 @@ func isWrongType(err error) bool { return err != nil && redis.HasErrorPrefix(err
 // errReleased is the cause of a lease context ended by Release.
 var errReleased = errors.New("provider: lease released")
 
-// renew extends every key each interval. A Redis error is logged and retried; a key that is gone
-// or owned by someone else ends the lease as lost.
+// renew extends every key each interval, with every attempt bounded by the deadline. A Redis
+// error is logged and retried sooner (renewRetryMin, doubling up to the interval); the lease is
+// lost at its deadline if no renewal is confirmed by then (checkDeadline), or at once when a key
+// is gone or owned by someone else.
 func (l *Lease) renew() {
 	defer close(l.done)
+	defer func() {
+		l.mu.Lock()
+		l.expiry.Stop()
+		l.mu.Unlock()
+	}()
 	timer := time.NewTimer(l.interval)
 	defer timer.Stop()
+	retry := renewRetryMin
 	for {
 		select {
 		case <-l.stop:
 			return
+		case <-l.ctx.Done():
+			return // lost at the deadline
 		case <-timer.C:
 		}
-		ctx, cancel := context.WithTimeout(l.ctx, l.interval)
+		sent := time.Now()
+		ctx, cancel := context.WithDeadline(l.ctx, l.Deadline())
 		res, errs, err := l.p.scriptBatch(ctx, extendScript, l.keys, l.owner, l.ttl)
 		cancel()
 		select {
@@ -152,14 +256,20 @@ func (l *Lease) renew() {
 			return // released meanwhile: the result no longer matters
 		default:
 		}
+		if l.ctx.Err() != nil {
+			return
+		}
 		if err == nil {
 			// A key that now holds another type (WRONGTYPE) is lost, not unreachable.
 			err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)
 		}
 		if err != nil {
+			next := min(retry, l.interval)
+			retry *= 2
+			l.failed(err)
 			l.p.opts.Logger.Warn(fmt.Sprintf("Failed to renew lock for key(s) %s: %v. Retrying in %dms.",
-				quoteKeys(l.keys), err, l.interval.Milliseconds()))
-			timer.Reset(l.interval)
+				quoteKeys(l.keys), err, next.Milliseconds()), "deadline_in", time.Until(l.Deadline()).Round(time.Millisecond))
+			timer.Reset(next)
 			continue
 		}
 		gone := map[string]bool{}
@@ -169,19 +279,17 @@ func (l *Lease) renew() {
 			}
 		}
 		// Name the lost keys in the caller's order, as stock's message does.
-		lost := slices.DeleteFunc(slices.Clone(l.order), func(k string) bool { return !gone[k] })
-		if len(lost) > 0 {
-			lostErr := lockLost(lost)
-			l.p.opts.Logger.Warn(lostErr.Error(), "owner", l.owner)
-			for _, key := range lost {
-				l.p.emit(EventLost, key, l.owner, 0, time.Since(l.acquired))
-			}
-			l.cancel(lostErr)
+		if lost := slices.DeleteFunc(slices.Clone(l.order), func(k string) bool { return !gone[k] }); len(lost) > 0 {
+			l.lose(lost, nil)
+			return
+		}
+		if !l.confirm(sent) {
 			return
 		}
 		for _, key := range l.keys {
 			l.p.emit(EventRenewed, key, l.owner, 0, time.Since(l.acquired))
 		}
+		retry = renewRetryMin
 		timer.Reset(l.interval)
 	}
 }
@@ -193,10 +301,12 @@ func (l *Lease) renew() {
 func (l *Lease) Release(ctx context.Context) (bool, error) {
 	l.stopOnce.Do(func() {
 		close(l.stop)
-		// Cancel before waiting: an in-flight renewal (bounded only by the renewal interval,
-		// up to Expire/3) is cut short instead of holding up the release. A loss recorded
-		// earlier stays the cause; the renewal sees stop closed and records nothing more.
+		// Cancel before waiting: an in-flight renewal (bounded only by the deadline) is cut
+		// short instead of holding up the release. A loss recorded earlier stays the cause;
+		// the renewal sees stop closed and records nothing more.
+		l.mu.Lock()
 		l.cancel(errReleased)
+		l.mu.Unlock()
 		<-l.done
 	})
 	l.mu.Lock()
@@ -222,48 +332,4 @@ func (l *Lease) Release(ctx context.Context) (bool, error) {
 		}
 	}
 	return l.released, nil
-}
-
-// ExecuteOptions are the arguments of Execute.
-type ExecuteOptions struct {
-	// Timeout bounds the wait for every key; default Options.WaitLockingTimeout (5 s).
-	Timeout time.Duration
-	// Expire is the lease renewed while the job runs; default 60 s.
-	Expire time.Duration
-}
-
-// Execute runs job while holding every key under a fresh "execute:<uuid>" owner, as stock
-// execute does: it waits up to opts.Timeout (else a *ConflictError matching ErrTimedOut, with
-// every key it took given back), renews the lease while job runs, and always releases under its
-// own owner, also when job panics. If the lease is lost, job's context is cancelled with the loss
-// as its cause and, unless job returns an error of its own, Execute returns the loss (matching
-// ErrLockLost). The job's own error is returned unchanged. A failure to release after the job is
-// logged, not returned (stock returns it): the job did run, and the keys expire with their lease.
-// Execute needs at least one key and a job (else ErrInvalidArgument).
-func (p *Provider) Execute(ctx context.Context, keys []string, job func(ctx context.Context) error, opts ExecuteOptions) error {
-	if job == nil {
-		return fmt.Errorf("%w: execute needs a job", ErrInvalidArgument)
-	}
-	lease, err := p.AcquireLease(ctx, keys, LeaseOptions{Timeout: opts.Timeout, Expire: opts.Expire})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if _, err := lease.Release(ctx); err != nil {
-			p.opts.Logger.Warn("Failed to release lock after execute; it expires with its lease",
-				"keys", lease.keys, "owner", lease.owner, "error", err)
-		}
-	}()
-	jobCtx, cancelJob := context.WithCancelCause(ctx)
-	defer cancelJob(nil)
-	stopWatch := context.AfterFunc(lease.ctx, func() {
-		if lost := lease.Err(); lost != nil {
-			cancelJob(lost)
-		}
-	})
-	defer stopWatch()
-	if err := job(jobCtx); err != nil {
-		return err
-	}
-	return lease.Err()
 }

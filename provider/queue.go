@@ -39,8 +39,10 @@ type queue struct {
 // acquireQueued takes every key for owner, waiting on each held key with backoff until ctx is
 // done. When ctx ends first, it puts back everything it took and the error is a *ConflictError
 // (ErrNotAcquired) that also matches ctx's cause. exclusive says that owner is unique to this
-// call (see holdings).
-func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner string, ttl int64, exclusive bool) error {
+// call (see holdings). On success it returns when the oldest of the keys' current lifetimes was
+// requested: the send time of the attempt or extension that set it, from which a lease's local
+// deadline is counted.
+func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner string, ttl int64, exclusive bool) (time.Time, error) {
 	q := &queue{p: p, ctx: ctx, keys: normalizeKeys(keys), ttl: ttl, h: newHoldings(owner, exclusive),
 		started: time.Now(), delay: p.opts.DefaultRetryInterval}
 	defer func() { q.wake.stop() }()
@@ -53,13 +55,13 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner strin
 			err = q.confirm()
 		}
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 	}
 	for _, key := range q.keys {
 		p.emit(EventAcquired, key, owner, time.Since(q.started), 0)
 	}
-	return nil
+	return q.refreshed, nil
 }
 
 // next tries every key not held yet in one round trip. When one is held by someone else, it

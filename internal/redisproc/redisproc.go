@@ -65,11 +65,16 @@ type Options struct {
 // Server is a running redis-server. Its methods are safe for concurrent use.
 type Server struct {
 	addr   string
+	port   int
 	dir    string
 	ownDir bool
-	cmd    *exec.Cmd
+	bin    string
+	opts   Options
 	output *tailbuf.Buffer
-	done   chan struct{} // closed when the process has exited
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd     // the current process (Restart starts a new one)
+	done chan struct{} // closed when the current process has exited
 
 	stopOnce sync.Once
 }
@@ -115,9 +120,20 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	var lastErr error
 	for range opts.Attempts {
-		srv, err := launch(ctx, bin, dir, opts)
-		if err == nil {
-			srv.ownDir = ownDir
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		srv := &Server{
+			addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			port:   port,
+			dir:    dir,
+			ownDir: ownDir,
+			bin:    bin,
+			opts:   opts,
+			output: tailbuf.New(outputMax),
+		}
+		if err = srv.launch(ctx); err == nil {
 			return srv, nil
 		}
 		lastErr = err
@@ -131,50 +147,44 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return nil, lastErr
 }
 
-// launch makes one attempt on one free port.
-func launch(ctx context.Context, bin, dir string, opts Options) (*Server, error) {
+// launch starts the server process on s.port and waits until it answers PING.
+func (s *Server) launch(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("start redis-server: %w", err)
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+		return fmt.Errorf("start redis-server: %w", err)
 	}
 	args := []string{
-		"--port", strconv.Itoa(port),
+		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--protected-mode", "yes",
 		"--save", "",
 		"--appendonly", "no",
-		"--dir", dir,
+		"--dir", s.dir,
 		"--loglevel", "warning",
 		"--logfile", "", // to stdout, kept in Output
 	}
-	srv := &Server{
-		addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		dir:    dir,
-		output: tailbuf.New(outputMax),
-		done:   make(chan struct{}),
+	cmd := exec.Command(s.bin, append(args, s.opts.Args...)...)
+	cmd.Stdout, cmd.Stderr = s.output, s.output
+	cmd.WaitDelay = waitDelay
+	cmd.SysProcAttr = sysProcAttr(s.opts.KillWithParent)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", s.bin, err)
 	}
-	srv.cmd = exec.Command(bin, append(args, opts.Args...)...)
-	srv.cmd.Stdout, srv.cmd.Stderr = srv.output, srv.output
-	srv.cmd.WaitDelay = waitDelay
-	srv.cmd.SysProcAttr = sysProcAttr(opts.KillWithParent)
-	if err := srv.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
+	done := make(chan struct{})
 	go func() {
-		_ = srv.cmd.Wait()
-		close(srv.done)
+		_ = cmd.Wait()
+		close(done)
 	}()
-	if err := srv.awaitReady(ctx, opts.StartTimeout); err != nil {
-		srv.kill()
-		if out := srv.output.LastLines(5, " | "); out != "" {
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+	if err := s.awaitReady(ctx, s.opts.StartTimeout); err != nil {
+		s.kill()
+		if out := s.output.LastLines(5, " | "); out != "" {
 			err = fmt.Errorf("%w (output: %s)", err, out)
 		}
-		return nil, err
+		return err
 	}
-	return srv, nil
+	return nil
 }
 
 // freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
@@ -198,7 +208,7 @@ func (s *Server) awaitReady(parent context.Context, limit time.Duration) error {
 			return nil
 		}
 		select {
-		case <-s.done:
+		case <-s.Done():
 			return fmt.Errorf("redis-server on %s exited during start-up", s.addr)
 		case <-ctx.Done():
 			if err := parent.Err(); err != nil {
@@ -242,7 +252,11 @@ func (s *Server) URL() string { return "redis://" + s.addr }
 func (s *Server) Dir() string { return s.dir }
 
 // Done is closed when the server process has exited, after Stop or on its own.
-func (s *Server) Done() <-chan struct{} { return s.done }
+func (s *Server) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
+}
 
 // Output returns the end of what the server wrote to stdout and stderr (its log).
 func (s *Server) Output() string { return s.output.String() }
@@ -259,10 +273,36 @@ func (s *Server) Stop() {
 }
 
 func (s *Server) kill() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.mu.Unlock()
 	select {
-	case <-s.done:
+	case <-done:
 	default:
-		_ = s.cmd.Process.Kill()
-		<-s.done
+		_ = cmd.Process.Kill()
+		<-done
 	}
+}
+
+// Restart kills the server (SIGKILL: like a crash, nothing is saved) and, after down, starts it
+// again on the same port with the same arguments; without persistence it comes back empty, with
+// a new run_id. ctx bounds the wait and the start-up.
+func (s *Server) Restart(ctx context.Context, down time.Duration) error {
+	s.kill()
+	t := time.NewTimer(down)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("restart redis-server: %w", ctx.Err())
+	case <-t.C:
+	}
+	return s.launch(ctx)
+}
+
+// Signal sends sig to the server process, e.g. SIGSTOP and SIGCONT to stall it the way a frozen
+// host or a hung network does, without closing its connections.
+func (s *Server) Signal(sig os.Signal) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Signal(sig)
 }

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -74,3 +76,29 @@ func (s *Server) Client(t testing.TB) *redis.Client {
 
 // Stop kills the server now (for tests of an unreachable Redis); the cleanup is then a no-op.
 func (s *Server) Stop() { s.proc.Stop() }
+
+// Pause stops the server process with SIGSTOP: its connections stay open and nothing answers,
+// as with a frozen host. Resume continues it.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	if err := s.proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("redistest: pause redis-server: %v", err)
+	}
+}
+
+// Resume continues a server stopped by Pause.
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	if err := s.proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("redistest: resume redis-server: %v", err)
+	}
+}
+
+// Restart kills the server (a crash: nothing is saved), keeps it down for down, and starts it
+// again on the same address; without persistence it comes back empty, with a new run_id.
+func (s *Server) Restart(t testing.TB, down time.Duration) {
+	t.Helper()
+	if err := s.proc.Restart(t.Context(), down); err != nil {
+		t.Fatalf("redistest: restart redis-server: %v", err)
+	}
+}

@@ -1,0 +1,56 @@
+package provider_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+	"github.com/stretchr/testify/require"
+)
+
+// A lease is lost locally at its deadline, whatever the network does: with Redis stalled (its
+// process stopped, every connection open and silent), the holder must be told before Redis could
+// hand the key to someone else, not when the link comes back.
+func TestLeaseIsLostAtItsDeadlineWhileRedisStalls(t *testing.T) {
+	srv := redistest.Start(t)
+	e := newEnvOn(t, srv, nil)
+	const expire = 2 * time.Second
+	started := time.Now()
+	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: expire})
+	require.NoError(t, err)
+	returned := time.Now()
+	defer func() { _, _ = l.Release(context.Background()) }()
+	local := expire - provider.SafetyMargin(expire)
+	require.WithinRange(t, l.Deadline(), started.Add(local), returned.Add(local),
+		"the deadline counts from the send time of the acquisition, less the margin")
+
+	srv.Pause(t)
+	paused := time.Now()
+	defer srv.Resume(t)
+	select {
+	case <-l.Done():
+	case <-time.After(2 * expire):
+		t.Fatalf("the lease was not lost within %s of Redis stalling (expire %s)", 2*expire, expire)
+	}
+	lostAt := time.Now()
+	conflict(t, l.Err(), provider.ErrLockLost, lostMsg(`"k"`))
+	// Redis may expire the key as early as one TTL after the last renewal sent before the stall:
+	// a loss reported later would let another holder in first.
+	require.Less(t, lostAt.Sub(paused), expire, "lost no later than one TTL after the last renewal that could be confirmed")
+}
+
+// A confirmed renewal moves the deadline: a healthy lease is never lost.
+func TestLeaseDeadlineMovesWithEveryConfirmedRenewal(t *testing.T) {
+	e := newEnv(t, nil)
+	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Second})
+	require.NoError(t, err)
+	defer func() { _, _ = l.Release(context.Background()) }()
+	first := l.Deadline()
+	// Expire 1 s renews every 333 ms and is lost 900 ms after a renewal that is not followed by
+	// another: by the time the deadline has moved 2 s, a lease that missed one would be lost
+	// for good.
+	require.Eventually(t, func() bool { return l.Deadline().After(first.Add(2 * time.Second)) }, wait, poll)
+	require.NoError(t, l.Err(), "a healthy lease is never lost")
+}
