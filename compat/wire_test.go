@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -134,8 +135,9 @@ func (r *scriptRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 	}
 }
 
-// record keeps EVAL/EVALSHA <script> 1 <key> <argv…> when it succeeded (a NOSCRIPT retry
-// is recorded once).
+// record keeps the ARGV of EVAL/EVALSHA <script> <numkeys> <key> [<key>…] <argv…>, by its
+// first key, when it succeeded (a NOSCRIPT retry is recorded once). Stock sends one key; the Go
+// provider also names the lock's holder record, outside the namespace.
 func (r *scriptRecorder) record(cmd redis.Cmder) {
 	name := cmd.Name()
 	if (name != "evalsha" && name != "eval") || cmd.Err() != nil {
@@ -145,8 +147,12 @@ func (r *scriptRecorder) record(cmd redis.Cmder) {
 	if len(args) < 4 {
 		return
 	}
-	argv := make([]string, 0, len(args)-4)
-	for _, a := range args[4:] {
+	numKeys, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil || numKeys < 1 || len(args) < 3+numKeys {
+		return
+	}
+	argv := make([]string, 0, len(args)-3-numKeys)
+	for _, a := range args[3+numKeys:] {
 		argv = append(argv, fmt.Sprint(a))
 	}
 	r.mu.Lock()

@@ -8,8 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // AcquireOptions are the arguments of Acquire, with stock Medusa's meaning.
@@ -29,6 +27,10 @@ type AcquireOptions struct {
 	// any wait every key is confirmed to be the owner's (and extended to the full Expire) before
 	// Acquire returns: a key lost meanwhile is waited for again.
 	AwaitQueue bool
+	// Claim identifies this call in the holder record of every lock it takes; default a fresh
+	// NewClaim. A caller that may lose track of the call's outcome (a bridge whose client
+	// reconnects) passes its own and asks Settle afterwards. Each call needs a claim of its own.
+	Claim string
 }
 
 // Acquire takes every key for opts.Owner. Without AwaitQueue it fails at once with a
@@ -36,183 +38,138 @@ type AcquireOptions struct {
 // waits until ctx is done (the error then also matches ctx's cause, e.g. context.Canceled). Keys
 // are de-duplicated and taken in sorted order. A Redis error is returned wrapped with the key.
 //
-// On failure the keys this call took are given back, and keys the owner already held stay held
-// with the lifetime they had left: a re-entry rewrites a key's TTL before the call knows whether
-// it gets every key, so a failed call puts the previous TTL back (owner-checked, less the time
-// since it was read; 1 ms if it ran out meanwhile; no expiry if there was none). Two limits
-// remain. A same-owner call on the same key at the same time may see its TTL overwritten by that
-// restore. And a key this call took but cannot tell from one the owner held before stays held
-// by the owner until its TTL ends (never without Expire): a key whose outcome is unknown after a
-// Redis error, or one whose reply was lost and whose pipeline go-redis resent (the second run
-// reports a re-entry). Execute and leases without an Owner have neither limit.
+// A call that fails leaves nothing behind: every lock it took is deleted and every lock its
+// owner already held and it re-entered gets back the expiry it had, each only where nothing
+// changed since (the holder record still names this call and the lock still has the expiry the
+// call left), so a later re-entry by the same owner in another process is never undone. This
+// holds also for a key whose reply was lost (the script may have run, or run twice when
+// go-redis resent it). When Redis cannot be reached to undo the call, the error matches
+// ErrOutcomeUnknown: the keys may still be held by the owner. One limit remains, for owners
+// shared with processes that write no holder record (stock Medusa): a re-entry by such a
+// process within 2 ms of this call's write, with the same TTL, or without expiry on a lock this
+// call left without expiry, cannot be told from this call's own write.
 func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptions) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	owner := ownerOrDefault(opts.Owner)
+	h := newHoldings(ownerOrDefault(opts.Owner), opts.Claim)
 	ttl := ttlSeconds(opts.Expire)
 	if opts.AwaitQueue {
-		_, err := p.acquireQueued(ctx, keys, owner, ttl, false)
+		_, err := p.acquireQueued(ctx, keys, h, ttl)
 		return err
 	}
-	return p.acquireOnce(ctx, keys, owner, ttl)
+	return p.acquireOnce(ctx, keys, h, ttl)
 }
 
 // acquireOnce tries every key once, in one pipeline, and rolls back on any failure.
-func (p *Provider) acquireOnce(ctx context.Context, keys []string, owner string, ttl int64) error {
+func (p *Provider) acquireOnce(ctx context.Context, keys []string, h *holdings, ttl int64) error {
 	sorted := normalizeKeys(keys)
-	res, errs, err := p.acquireBatch(ctx, sorted, owner, ttl)
-	h := newHoldings(owner, false)
-	h.record(sorted, res, errs, time.Now())
+	h.touch(sorted...)
+	res, errs, err := p.acquireBatch(ctx, sorted, h, ttl)
 	if err != nil {
-		// Keys whose outcome is unknown are left alone: the owner may have held them before.
-		p.putBack(ctx, h)
-		return fmt.Errorf("acquire %s: %w", quoteKeys(sorted), err)
+		return h.failed(p.putBack(ctx, h), fmt.Errorf("acquire %s: %w", quoteKeys(sorted), err))
 	}
 	failed := map[string]error{}
 	for i, key := range sorted {
 		switch {
 		case errs[i] != nil:
 			failed[key] = fmt.Errorf("acquire %q: %w", key, errs[i])
-		case res[i].status == acquireHeld:
+		case res[i] == acquireHeld:
 			failed[key] = notAcquired(key)
 		}
 	}
 	if len(failed) == 0 {
 		for _, key := range sorted {
-			p.emit(EventAcquired, key, owner, 0, 0)
+			p.emit(EventAcquired, key, h.owner, 0, 0)
 		}
 		return nil
 	}
-	p.putBack(ctx, h)
+	undoErr := p.putBack(ctx, h)
 	for _, key := range sorted {
 		if failed[key] != nil {
-			p.emit(EventGaveUp, key, owner, 0, 0)
+			p.emit(EventGaveUp, key, h.owner, 0, 0)
 		}
 	}
 	// Report the first failing key in the caller's order, as stock does.
 	for _, key := range keys {
 		if ferr, ok := failed[key]; ok {
-			return ferr
+			return h.failed(undoErr, ferr)
 		}
 	}
 	return nil // unreachable: every failed key is one of keys
 }
 
-// holdings is what an acquisition must put back if it fails: the keys it took, to delete, and
-// the keys its owner already held, whose lifetime it rewrote, to restore. Both owner-checked.
+// acquireBatch runs acquire.lua over keys in a single pipeline (see evalBatch). A resend by
+// go-redis is harmless: its second run re-enters what the first took, under the same claim,
+// which a give-back undoes in turn.
+func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings, ttl int64) ([]int64, []error, error) {
+	return p.scriptBatch(ctx, acquireScript, keys, mayResend, h.owner, ttl, h.claim)
+}
+
+// holdings is what an acquisition must undo if it fails: every key it sent acquire.lua for,
+// whatever the reply (a reply may have been lost, or a resent request may report a re-entry of
+// what the first run took). giveback.lua undoes, claim-checked, only what this call did.
 type holdings struct {
-	owner string
-	// exclusive says that owner is unique to this call (an Execute or lease owner generated
-	// here), so it held none of the keys before.
-	exclusive bool
-	taken     map[string]bool    // deleted on failure
-	reentered map[string]reentry // their lifetime restored on failure
+	owner   string
+	claim   string
+	touched map[string]bool
 }
 
-// reentry is a key that the owner held before the call re-entered it.
-type reentry struct {
-	pttl int64     // its PTTL in milliseconds before the call; -1: no expiry
-	at   time.Time // when that was read
+// newHoldings starts the holdings of one call; claim "" gets a fresh one.
+func newHoldings(owner, claim string) *holdings {
+	if claim == "" {
+		claim = NewClaim()
+	}
+	return &holdings{owner: owner, claim: claim, touched: map[string]bool{}}
 }
 
-func newHoldings(owner string, exclusive bool) *holdings {
-	return &holdings{owner: owner, exclusive: exclusive, taken: map[string]bool{}, reentered: map[string]reentry{}}
-}
-
-// record notes one acquire batch's replies, read at time at.
-//
-// With an exclusive owner, a key the call took is given back whether the script replied "fresh"
-// or "re-entered" (go-redis resends a pipeline whose reply it lost, and the resent script then
-// finds the key taken by the first run), and so is a key whose outcome is unknown (a transport
-// error: the script may have run, whatever error the call saw last). An owner-checked delete
-// under an owner of its own can only remove what this call took. With a caller's owner, a
-// re-entry is a key the owner held before, and a key of unknown outcome is left alone.
-func (h *holdings) record(keys []string, res []acquireReply, errs []error, at time.Time) {
-	for i, key := range keys {
-		switch {
-		case errs[i] != nil:
-			if h.exclusive && !isReplyError(errs[i]) {
-				h.taken[key] = true
-			}
-		case res[i].status == acquireFresh, h.exclusive && res[i].status == acquireReentered:
-			h.taken[key] = true
-			delete(h.reentered, key)
-		case res[i].status == acquireReentered:
-			if _, seen := h.reentered[key]; !seen && !h.taken[key] {
-				h.reentered[key] = reentry{pttl: res[i].prevPTTL, at: at}
-			}
-		}
+// touch notes keys the call is about to send acquire.lua for.
+func (h *holdings) touch(keys ...string) {
+	for _, k := range keys {
+		h.touched[k] = true
 	}
 }
 
 // detach moves keys out of h, into holdings of their own that the caller puts back at once.
 func (h *holdings) detach(keys []string) *holdings {
-	out := newHoldings(h.owner, h.exclusive)
+	out := &holdings{owner: h.owner, claim: h.claim, touched: map[string]bool{}}
 	for _, key := range keys {
-		if h.taken[key] {
-			out.taken[key] = true
-			delete(h.taken, key)
-		}
-		if r, ok := h.reentered[key]; ok {
-			out.reentered[key] = r
-			delete(h.reentered, key)
+		if h.touched[key] {
+			out.touched[key] = true
+			delete(h.touched, key)
 		}
 	}
 	return out
 }
 
-// forget drops key, no longer the call's, from everything the call would put back.
-func (h *holdings) forget(key string) {
-	delete(h.taken, key)
-	delete(h.reentered, key)
+// failed is the error of a call that failed with err after its give-back returned undoErr: err
+// itself when the give-back worked (nothing is left behind), else both, matching
+// ErrOutcomeUnknown.
+func (h *holdings) failed(undoErr, err error) error {
+	if undoErr == nil {
+		return err
+	}
+	return fmt.Errorf("%w; %w: the keys %s may still be held by %q, which could not be undone: %w",
+		err, ErrOutcomeUnknown, quoteKeys(slices.Sorted(maps.Keys(h.touched))), h.owner, undoErr)
 }
 
-// putBack undoes a failed acquisition, even after ctx ended: it deletes the keys the call took
-// and gives the keys the owner already held the lifetime they had left, both owner-checked.
-func (p *Provider) putBack(ctx context.Context, h *holdings) {
-	p.giveBack(ctx, slices.Sorted(maps.Keys(h.taken)), h.owner)
-	p.restoreTTLs(ctx, h.owner, h.reentered)
+// putBack undoes a failed acquisition, even after ctx ended: see giveBack.
+func (p *Provider) putBack(ctx context.Context, h *holdings) error {
+	return p.giveBack(ctx, slices.Sorted(maps.Keys(h.touched)), h.owner, h.claim)
 }
 
-// restoreTTLs gives keys the owner held before a failed call re-entered them the lifetime they
-// had left, owner-checked, even after ctx ended. A key whose lifetime ran out meanwhile gets
-// 1 ms. Like giveBack, it emits no event.
-func (p *Provider) restoreTTLs(ctx context.Context, owner string, reentered map[string]reentry) {
-	if len(reentered) == 0 {
-		return
-	}
-	keys := slices.Sorted(maps.Keys(reentered))
-	left := make([]int64, len(keys))
-	for i, key := range keys {
-		r := reentered[key]
-		left[i] = -1
-		if r.pttl >= 0 {
-			left[i] = max(r.pttl-time.Since(r.at).Milliseconds(), 1)
-		}
-	}
-	ctx, cancel := cleanupContext(ctx)
-	defer cancel()
-	_, errs, err := evalBatch(ctx, p, restoreScript, keys, func(i int) []any { return []any{owner, left[i]} }, (*redis.Cmd).Int64)
-	if err == nil {
-		err = errors.Join(errs...)
-	}
-	if err != nil {
-		p.opts.Logger.Warn("Failed to restore the TTL of locks the owner already held after a failed acquisition",
-			"keys", keys, "owner", owner, "error", err)
-	}
-}
-
-// giveBack releases keys this call took, owner-checked, even after ctx ended. It emits no event:
-// observers were never told that the call held these keys (EventAcquired is only sent once a call
-// holds every key), and EventGaveUp already ends its story.
-func (p *Provider) giveBack(ctx context.Context, keys []string, owner string) {
+// giveBack undoes, on each of keys, what acquisition claim did for owner (giveback.lua: a lock
+// it took is deleted, one it re-entered gets back its earlier expiry and record), even after ctx
+// ended. It emits no event: observers were never told that the call held these keys
+// (EventAcquired is only sent once a call holds every key), and EventGaveUp already ends its
+// story. A Redis error is logged and returned.
+func (p *Provider) giveBack(ctx context.Context, keys []string, owner, claim string) error {
 	if len(keys) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	_, errs, err := p.deleteBatch(ctx, releaseScript, keys, owner, 0, false)
+	_, errs, err := p.deleteBatch(ctx, givebackScript, keys, mayResend, owner, []any{claim}, 0, false)
 	if err == nil {
 		err = errors.Join(errs...)
 	}
@@ -220,6 +177,7 @@ func (p *Provider) giveBack(ctx context.Context, keys []string, owner string) {
 		p.opts.Logger.Warn("Failed to give back locks after a failed acquisition; they expire with their TTL",
 			"keys", keys, "owner", owner, "error", err)
 	}
+	return err
 }
 
 // jitter returns 50–100 % of d, as stock Medusa's backoff does.

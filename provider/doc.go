@@ -9,18 +9,35 @@
 //
 // Fixed stock defects, without touching the wire format:
 //   - a failed multi-key acquisition gives back the keys it took; keys the owner already held
-//     stay held, with the TTL they had (a re-entry rewrites it; the failed call puts it back);
+//     stay held, with the expiry they had (a re-entry rewrites it; the failed call puts it
+//     back), and only where nothing changed since: a later re-entry by the same owner in
+//     another process is never undone (see holder records below);
 //   - keys are de-duplicated and taken in sorted order, so opposite orders cannot deadlock;
 //   - a call that waits keeps the keys it already holds alive (extends them every TTL/3) and,
 //     before it reports success, confirms that every key is still its own: a key that expired
 //     and was taken meanwhile is waited for again instead of being reported held;
 //   - a timed-out Execute gives back every key it took, never another owner's, including a key
 //     whose acquisition reply was lost after the script ran (also when go-redis resent the
-//     request and its second run reported a re-entry);
+//     request);
 //   - the same owner re-enters its lock also when it queues (AwaitQueue);
 //   - ReleaseAll deletes a key only if the owner still matches at delete time (one Lua
 //     compare-and-unlink per key, pipelined per SCAN batch), escapes glob characters of the
-//     namespace, and scans every master of a Cluster.
+//     namespace, and scans every master of a Cluster;
+//   - a lease is lost locally at its deadline (send time of its last confirmed renewal + TTL
+//     less SafetyMargin), whatever the network does, so its holder is told before Redis could
+//     let anyone else in;
+//   - a release is never sent twice: go-redis resends a request whose reply it lost, which for
+//     an owner shared by several processes could delete a lock one of them took in between; the
+//     caller gets ErrOutcomeUnknown instead.
+//
+// Holder records: beside every lock it takes, the provider keeps a small hash outside the
+// namespace, in the lock's Cluster slot ("locktui:{<redis key>}:holder"), written by the same
+// script, expiring and deleted with the lock: the owner, the claim (the id of the acquisition
+// call, AcquireOptions.Claim), the expiry that call left and, for a re-entry, what the lock was
+// before. A give-back undoes a call only where the record still names it, and Settle tells a
+// caller that lost a reply whether its acquisition holds the keys. Stock processes and stock's
+// releaseAll never see the records (a lock without expiry that a stock process deletes leaves
+// its record behind until the key is next taken here).
 //
 // Deliberate differences from stock, at the Go API: a TTL that is not a whole number of seconds
 // is rounded up instead of failing with a Redis error; a lease key replaced by a value of another

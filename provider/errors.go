@@ -17,6 +17,12 @@ var (
 	ErrLockLost = errors.New("provider: lock lost")
 	// ErrInvalidArgument: a call was made with arguments no lock can be taken with.
 	ErrInvalidArgument = errors.New("provider: invalid argument")
+	// ErrOutcomeUnknown: the connection to Redis failed after a command may have run, so
+	// whether it did is unknown, and the provider could not find out: a release or releaseAll
+	// may have deleted locks (it is never sent again, see docs/safety.md), an acquisition that
+	// could not be given back may still hold keys. The error names the keys; check them with
+	// Get before acting on them.
+	ErrOutcomeUnknown = errors.New("provider: outcome unknown")
 )
 
 // ConflictError is a lock conflict with the message stock Medusa gives for it (a MedusaError of

@@ -84,9 +84,11 @@ func TestExecuteTimeoutGivesBackEveryKeyItTook(t *testing.T) {
 	acquires := rec.of("acquire")
 	require.NotEmpty(t, acquires)
 	owner := acquires[0].Args[0]
-	for _, c := range rec.of("release") {
+	require.NotEmpty(t, rec.of("giveback"))
+	for _, c := range rec.of("giveback") {
+		// b is given back too (its reply may have been lost), claim-checked: it stays the
+		// other owner's, as checked above.
 		require.Equal(t, owner, c.Args[0], "given back under the call's own owner")
-		require.NotEqual(t, e.key("b"), c.Key, "never tries to release the other owner's key")
 	}
 }
 
@@ -122,7 +124,7 @@ func TestExecuteTimeoutDuringAnAttemptIsATimeout(t *testing.T) {
 	e.requireFree("b")
 	require.Empty(t, rec.of("acquire"), "no acquisition was sent")
 	callOwner := <-owner
-	for _, c := range rec.of("release") {
+	for _, c := range rec.of("giveback") {
 		require.Equal(t, callOwner, c.Args[0], "given back owner-checked, under the call's own owner")
 	}
 }

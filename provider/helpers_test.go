@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,15 +144,20 @@ func (e *env) set(k, owner string, ttl time.Duration) {
 	require.NoError(e.t, e.rdb.Set(context.Background(), e.key(k), owner, ttl).Err())
 }
 
-// scriptNames maps the SHA1 of each embedded Lua script to its file's base name.
+// scriptNames maps the SHA1 of each Lua script, as the provider loads it (scripts/lib.lua in
+// front), to its file's base name.
 var scriptNames = func() map[string]string {
 	names := map[string]string{}
-	for _, name := range []string{"acquire", "extend", "release", "restore", "unlink"} {
+	lib, err := os.ReadFile("scripts/lib.lua")
+	if err != nil {
+		panic(err)
+	}
+	for _, name := range []string{"acquire", "extend", "release", "giveback", "claimed", "unlink"} {
 		src, err := os.ReadFile("scripts/" + name + ".lua")
 		if err != nil {
 			panic(err)
 		}
-		sum := sha1.Sum(src)
+		sum := sha1.Sum(append(append([]byte{}, lib...), src...))
 		names[hex.EncodeToString(sum[:])] = name
 	}
 	return names
@@ -169,8 +175,8 @@ func shaOf(script string) string {
 
 // scriptCall is one script run the provider sent: EVALSHA or EVAL of one of its scripts.
 type scriptCall struct {
-	Script string // acquire, extend, release, restore or unlink
-	Key    string // full Redis key
+	Script string // acquire, extend, release, giveback, claimed or unlink
+	Key    string // full Redis key of the lock (KEYS[1]; KEYS[2] is its holder record)
 	Args   []string
 	At     time.Time // when it was sent
 }
@@ -206,8 +212,12 @@ func toCall(cmd redis.Cmder) (scriptCall, bool) {
 		sum := sha1.Sum([]byte(id))
 		id = hex.EncodeToString(sum[:])
 	}
+	numKeys, err := strconv.Atoi(fmt.Sprint(args[2]))
+	if err != nil || len(args) < 3+numKeys {
+		return scriptCall{}, false
+	}
 	c := scriptCall{Script: scriptNames[id], Key: fmt.Sprint(args[3]), At: time.Now()}
-	for _, a := range args[4:] {
+	for _, a := range args[3+numKeys:] {
 		c.Args = append(c.Args, fmt.Sprint(a))
 	}
 	return c, true

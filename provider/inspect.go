@@ -115,8 +115,10 @@ func (p *Provider) readLocks(ctx context.Context, keys []string) ([]Lock, error)
 // ForceRelease deletes key only if owner still holds it: the owner the operator saw. It returns
 // false (and deletes nothing) when the key is gone or now held by someone else.
 func (p *Provider) ForceRelease(ctx context.Context, key, owner string) (bool, error) {
-	res, errs, err := p.deleteBatch(ctx, releaseScript, []string{key}, owner, 0, true)
-	if err == nil {
+	res, errs, err := p.deleteBatch(ctx, releaseScript, []string{key}, sendOnce, owner, nil, 0, true)
+	if err != nil {
+		err = unknownIfRan(err)
+	} else {
 		err = errs[0]
 	}
 	if err != nil {

@@ -31,6 +31,8 @@ type Lease struct {
 	keys     []string // sorted, without namespace
 	order    []string // the caller's order, de-duplicated: for messages
 	owner    string
+	claim    string // the acquisition's, in the holder records
+	resend   resend // sendOnce when the owner may be shared (LeaseOptions.Owner)
 	ttl      int64
 	interval time.Duration
 	acquired time.Time
@@ -71,12 +73,11 @@ const renewRetryMin = 100 * time.Millisecond
 // extended to the full Expire before the lease is returned; a key lost meanwhile is waited for
 // again within the timeout. Without a wait, taking the keys is one round trip.
 //
-// Without opts.Owner the owner is this call's own, so on failure every key the call may have
-// taken is given back, owner-checked: also a key whose reply was lost (go-redis resends the
-// pipeline, and its second run reports a re-entry) or whose outcome is unknown after a Redis
-// error. With opts.Owner, such keys are left alone, as in Acquire. That give-back runs even
-// after ctx ended, bounded to 5 s: with Redis unreachable, it may delay the return by the
-// client's dial retries.
+// On failure everything the call did is undone as for a failed Acquire, claim-checked: also on
+// a key whose reply was lost. That give-back runs even after ctx ended, bounded to 5 s: with
+// Redis unreachable, it may delay the return by the client's dial retries, and the error then
+// matches ErrOutcomeUnknown. Without opts.Owner the owner is this call's own; with it, the
+// lease's release is never resent (see Release).
 func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOptions) (*Lease, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: a lease needs at least one key", ErrInvalidArgument)
@@ -98,7 +99,8 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	timeoutErr := timedOut(sorted)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
 	defer cancel()
-	confirmed, err := p.acquireQueued(waitCtx, sorted, owner, ttl, opts.Owner == "")
+	h := newHoldings(owner, "")
+	confirmed, err := p.acquireQueued(waitCtx, sorted, h, ttl)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("acquire lock for key(s) %s: %w", quoteKeys(sorted), context.Cause(ctx))
@@ -113,11 +115,16 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 		keys:     sorted,
 		order:    uniqueInOrder(keys),
 		owner:    owner,
+		claim:    h.claim,
+		resend:   mayResend,
 		ttl:      ttl,
 		interval: max(time.Duration(ttl)*time.Second/3, MinRenewInterval),
 		acquired: time.Now(),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+	}
+	if opts.Owner != "" {
+		l.resend = sendOnce
 	}
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	l.mu.Lock()
@@ -249,7 +256,7 @@ func (l *Lease) renew() {
 		}
 		sent := time.Now()
 		ctx, cancel := context.WithDeadline(l.ctx, l.Deadline())
-		res, errs, err := l.p.scriptBatch(ctx, extendScript, l.keys, l.owner, l.ttl)
+		res, errs, err := l.p.scriptBatch(ctx, extendScript, l.keys, mayResend, l.owner, l.ttl, l.claim)
 		cancel()
 		select {
 		case <-l.stop:
@@ -317,10 +324,12 @@ func (l *Lease) Release(ctx context.Context) (bool, error) {
 	held := time.Since(l.acquired)
 	ctx, cancel := cleanupContext(ctx)
 	defer cancel()
-	res, errs, err := l.p.deleteBatch(ctx, releaseScript, l.keys, l.owner, held, true)
+	res, errs, err := l.p.deleteBatch(ctx, releaseScript, l.keys, l.resend, l.owner, nil, held, true)
 	if err == nil {
 		// A key that now holds another type is no longer ours: not released, not an error.
 		err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)
+	} else if l.resend == sendOnce && maybeRan(err) {
+		err = fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
 	}
 	if err != nil {
 		return false, fmt.Errorf("release lease %s: %w", quoteKeys(l.keys), err)

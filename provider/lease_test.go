@@ -102,7 +102,7 @@ func TestU5U6RenewEveryKeyWhileTheJobRuns(t *testing.T) {
 			keys := map[string]int{}
 			for _, c := range extends {
 				keys[c.Key]++
-				require.Equal(t, []string{owner, itoa(int64(expire / time.Second))}, c.Args)
+				require.Equal(t, []string{owner, itoa(int64(expire / time.Second))}, c.Args[:2], "stock's arguments, then the claim")
 			}
 			require.Equal(t, keys[e.key("key_1")], keys[e.key("key_2")], "every round extends every key")
 			// Lower bounds only: a slow machine renews later, never earlier.
@@ -273,9 +273,10 @@ func TestU9LateAcquisitionIsGivenBack(t *testing.T) {
 			}, provider.ExecuteOptions{Timeout: 100 * time.Millisecond})
 			conflict(t, err, provider.ErrTimedOut, timedOutMsg)
 			e.requireFree("key")
-			releases := rec.of("release")
-			require.Len(t, releases, 1)
-			require.Equal(t, rec.of("acquire")[0].Args[0], releases[0].Args[0])
+			givebacks := rec.of("giveback")
+			require.Len(t, givebacks, 1)
+			require.Equal(t, rec.of("acquire")[0].Args[:1], givebacks[0].Args[:1], "given back under the call's own owner")
+			require.Equal(t, rec.of("acquire")[0].Args[2:], givebacks[0].Args[1:], "and its own claim")
 		})
 	}
 }

@@ -2,65 +2,13 @@ package provider
 
 import (
 	"context"
-	_ "embed"
-	"errors"
-	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 )
-
-var (
-	//go:embed scripts/acquire.lua
-	acquireSrc string
-	//go:embed scripts/extend.lua
-	extendSrc string
-	//go:embed scripts/release.lua
-	releaseSrc string
-	//go:embed scripts/restore.lua
-	restoreSrc string
-	//go:embed scripts/unlink.lua
-	unlinkSrc string
-
-	acquireScript = redis.NewScript(acquireSrc)
-	extendScript  = redis.NewScript(extendSrc)
-	releaseScript = redis.NewScript(releaseSrc)
-	restoreScript = redis.NewScript(restoreSrc)
-	unlinkScript  = redis.NewScript(unlinkSrc)
-)
-
-// Statuses of acquire.lua.
-const (
-	acquireHeld      = 0 // someone else holds the key
-	acquireFresh     = 1 // the key was free and is now ours
-	acquireReentered = 2 // the owner already held it; the TTL was rewritten
-)
-
-// acquireReply is acquire.lua's reply for one key: {status} or, on re-entry, {2, previous PTTL}.
-type acquireReply struct {
-	status int64
-	// prevPTTL is, on re-entry, the key's PTTL in milliseconds before the script rewrote it
-	// (-1: it had no expiry), so that a failed call can restore it.
-	prevPTTL int64
-}
-
-// parseAcquireReply reads acquire.lua's reply.
-func parseAcquireReply(cmd *redis.Cmd) (acquireReply, error) {
-	v, err := cmd.Int64Slice()
-	switch {
-	case err != nil:
-		return acquireReply{}, err
-	case len(v) == 0:
-		return acquireReply{}, errors.New("acquire script: empty reply")
-	case len(v) == 1:
-		return acquireReply{status: v[0]}, nil
-	}
-	return acquireReply{status: v[0], prevPTTL: v[1]}, nil
-}
 
 // Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
 // use; it owns no goroutine except the renewal of leases it hands out. When it deletes a key, its
@@ -89,6 +37,10 @@ func (p *Provider) RedisKey(key string) string { return p.opts.Namespace + key }
 
 // NewExecuteOwner returns a fresh Execute owner, "execute:<uuid v4>", as stock Medusa makes one.
 func NewExecuteOwner() string { return ExecuteOwnerPrefix + uuid.NewString() }
+
+// NewClaim returns a fresh claim: the id of one acquisition call, written in the holder record
+// of every lock the call takes (see AcquireOptions.Claim).
+func NewClaim() string { return uuid.NewString() }
 
 // ownerOrDefault maps an empty owner to the anonymous owner "*", as stock does with null.
 func ownerOrDefault(owner string) string {
@@ -120,73 +72,14 @@ func normalizeKeys(keys []string) []string {
 	return slices.Compact(out)
 }
 
-// scriptBatch runs one script over many keys in a single pipeline, with the same arguments for
-// every key, and reads integer replies (see evalBatch).
-func (p *Provider) scriptBatch(ctx context.Context, s *redis.Script, keys []string, args ...any) (results []int64, errs []error, err error) {
-	return evalBatch(ctx, p, s, keys, func(int) []any { return args }, (*redis.Cmd).Int64)
-}
-
-// acquireBatch runs acquire.lua over keys in a single pipeline (see evalBatch).
-func (p *Provider) acquireBatch(ctx context.Context, keys []string, owner string, ttl int64) ([]acquireReply, []error, error) {
-	args := []any{owner, ttl}
-	return evalBatch(ctx, p, acquireScript, keys, func(int) []any { return args }, parseAcquireReply)
-}
-
-// evalBatch runs one script over many keys in a single pipeline, key i with the arguments
-// argsOf(i). results[i] is key i's reply, read with parse, when errs[i] is nil; errs[i] is its
-// Redis error (a reply error such as WRONGTYPE, or the transport error when the pipeline
-// failed). err is the first transport error, wrapped: then the keys with an error have an
-// unknown outcome (the script may have run, go-redis may even have run it twice), while the
-// results of the others are still valid. NOSCRIPT replies (a flushed script cache, a failover)
-// are retried once with the full script text.
-func evalBatch[T any](ctx context.Context, p *Provider, s *redis.Script, keys []string, argsOf func(i int) []any,
-	parse func(*redis.Cmd) (T, error)) (results []T, errs []error, err error) {
-	results = make([]T, len(keys))
-	errs = make([]error, len(keys))
-	pending := make([]int, len(keys))
-	for i := range keys {
-		pending[i] = i
-	}
-	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
-		pipe := p.client.Pipeline()
-		cmds := make([]*redis.Cmd, len(pending))
-		for j, i := range pending {
-			if attempt == 0 {
-				cmds[j] = s.EvalSha(ctx, pipe, []string{p.RedisKey(keys[i])}, argsOf(i)...)
-			} else {
-				cmds[j] = s.Eval(ctx, pipe, []string{p.RedisKey(keys[i])}, argsOf(i)...)
-			}
-		}
-		_, _ = pipe.Exec(ctx)
-		var retry []int
-		for j, i := range pending {
-			v, cmdErr := parse(cmds[j])
-			errs[i] = cmdErr
-			switch {
-			case cmdErr == nil:
-				results[i] = v
-			case redis.HasErrorPrefix(cmdErr, "NOSCRIPT"):
-				retry = append(retry, i)
-			case isReplyError(cmdErr):
-			case err == nil:
-				err = fmt.Errorf("redis: %w", cmdErr)
-			}
-		}
-		if err != nil {
-			return results, errs, err
-		}
-		pending = retry
-	}
-	return results, errs, nil
-}
-
-// deleteBatch runs a deleting script (release or unlink, owner-checked: 1 means deleted) over
-// keys like scriptBatch. For every key it really deleted it first tells the Observer
-// (EventReleased, with held, unless announce is false) and then wakes this Provider's waiters on
-// the key, in that order, so observers never see a waiter's acquisition before the release that
-// let it in.
-func (p *Provider) deleteBatch(ctx context.Context, s *redis.Script, keys []string, owner string, held time.Duration, announce bool) (results []int64, errs []error, err error) {
-	results, errs, err = p.scriptBatch(ctx, s, keys, owner)
+// deleteBatch runs a deleting script (release, unlink or giveback, owner-checked: 1 means it
+// deleted the lock) over keys with the arguments owner followed by extra, like scriptBatch. For
+// every key it really deleted it first tells the Observer (EventReleased, with held, unless
+// announce is false) and then wakes this Provider's waiters on the key, in that order, so
+// observers never see a waiter's acquisition before the release that let it in.
+func (p *Provider) deleteBatch(ctx context.Context, s *script, keys []string, r resend, owner string, extra []any,
+	held time.Duration, announce bool) (results []int64, errs []error, err error) {
+	results, errs, err = p.scriptBatch(ctx, s, keys, r, append([]any{owner}, extra...)...)
 	for i, key := range keys {
 		if errs[i] == nil && results[i] == 1 {
 			if announce {
@@ -198,21 +91,6 @@ func (p *Provider) deleteBatch(ctx context.Context, s *redis.Script, keys []stri
 		}
 	}
 	return results, errs, err
-}
-
-// isReplyError tells a Redis error reply (the command ran and failed) from a transport error.
-func isReplyError(err error) bool {
-	var re redis.Error
-	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !isNetworkReply(err)
-}
-
-// isNetworkReply reports errors that go-redis types as redis.Error but that mean the server
-// could not run the command (loading, failing over); they are treated as transport errors.
-func isNetworkReply(err error) bool {
-	msg := err.Error()
-	return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "READONLY") ||
-		strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "CLUSTERDOWN") ||
-		strings.HasPrefix(msg, "TRYAGAIN")
 }
 
 // cleanupTimeout bounds a clean-up (giving keys back, releasing a lease).

@@ -36,15 +36,15 @@ type queue struct {
 	waited    bool      // the call waited since its keys were last confirmed
 }
 
-// acquireQueued takes every key for owner, waiting on each held key with backoff until ctx is
-// done. When ctx ends first, it puts back everything it took and the error is a *ConflictError
-// (ErrNotAcquired) that also matches ctx's cause. exclusive says that owner is unique to this
-// call (see holdings). On success it returns when the oldest of the keys' current lifetimes was
-// requested: the send time of the attempt or extension that set it, from which a lease's local
-// deadline is counted.
-func (p *Provider) acquireQueued(ctx context.Context, keys []string, owner string, ttl int64, exclusive bool) (time.Time, error) {
-	q := &queue{p: p, ctx: ctx, keys: normalizeKeys(keys), ttl: ttl, h: newHoldings(owner, exclusive),
+// acquireQueued takes every key for the owner of h, waiting on each held key with backoff until
+// ctx is done. When ctx ends first, it puts back everything it took and the error is a
+// *ConflictError (ErrNotAcquired) that also matches ctx's cause. On success it returns when the
+// oldest of the keys' current lifetimes was requested: the send time of the attempt or
+// extension that set it, from which a lease's local deadline is counted.
+func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64) (time.Time, error) {
+	q := &queue{p: p, ctx: ctx, keys: normalizeKeys(keys), ttl: ttl, h: h,
 		started: time.Now(), delay: p.opts.DefaultRetryInterval}
+	owner := h.owner
 	defer func() { q.wake.stop() }()
 	// Take the keys; after a wait, confirm them (which may send the call back to waiting).
 	for q.held < len(q.keys) || (q.waited && q.ttl > 0) {
@@ -72,7 +72,7 @@ func (q *queue) next() error {
 	if err != nil {
 		return err
 	}
-	blocked := slices.IndexFunc(res, func(r acquireReply) bool { return r.status == acquireHeld })
+	blocked := slices.Index(res, acquireHeld)
 	if blocked < 0 {
 		q.took(len(rest), sent)
 		return nil
@@ -81,7 +81,9 @@ func (q *queue) next() error {
 	key := q.keys[q.held]
 	// Before the give-back below, which would otherwise wake this very wait.
 	q.wake.narrow(key)
-	q.p.putBack(q.ctx, q.h.detach(q.keys[q.held+1:]))
+	if err := q.p.putBack(q.ctx, q.h.detach(q.keys[q.held+1:])); err != nil {
+		return q.fail(fmt.Errorf("acquire %s: %w", quoteKeys(q.keys[q.held+1:]), err))
+	}
 	q.waited = true
 	q.p.emit(EventWaiting, key, q.h.owner, 0, 0)
 	return q.waitFor(key)
@@ -117,21 +119,21 @@ func (q *queue) waitFor(key string) error {
 		if err != nil {
 			return err
 		}
-		if res[0].status != acquireHeld {
+		if res[0] != acquireHeld {
 			q.took(1, sent)
 			return nil
 		}
 	}
 }
 
-// attempt runs acquire.lua on batch, keys that follow the held prefix, and records what it took.
-// It also registers the wake-up for a wait that follows. A Redis error ends the call.
-func (q *queue) attempt(batch []string) ([]acquireReply, time.Time, error) {
+// attempt runs acquire.lua on batch, keys that follow the held prefix, after noting them in the
+// holdings. It also registers the wake-up for a wait that follows. A Redis error ends the call.
+func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.wake.stop()
 	q.wake = q.p.wakeups.register(q.ctx, batch)
+	q.h.touch(batch...)
 	sent := time.Now()
-	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h.owner, q.ttl)
-	q.h.record(batch, res, errs, time.Now())
+	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl)
 	for j, key := range batch {
 		if errs[j] == nil {
 			continue
@@ -181,7 +183,7 @@ func (q *queue) confirm() error {
 func (q *queue) extend(n int) (lost bool, err error) {
 	keys := q.keys[:n]
 	sent := time.Now()
-	res, errs, err := q.p.scriptBatch(q.ctx, extendScript, keys, q.h.owner, q.ttl)
+	res, errs, err := q.p.scriptBatch(q.ctx, extendScript, keys, mayResend, q.h.owner, q.ttl, q.h.claim)
 	for i, key := range keys {
 		if errs[i] == nil || isWrongType(errs[i]) {
 			continue
@@ -196,22 +198,22 @@ func (q *queue) extend(n int) (lost bool, err error) {
 		return false, q.fail(fmt.Errorf("acquire %q: %w", key, err))
 	}
 	q.refreshed = sent
-	for i, key := range keys {
+	for i := range keys {
 		if errs[i] == nil && res[i] == 1 {
 			continue
 		}
-		q.h.forget(key)
-		q.p.putBack(q.ctx, q.h.detach(q.keys[i+1:]))
 		q.held = i
+		if err := q.p.putBack(q.ctx, q.h.detach(q.keys[i+1:])); err != nil {
+			return false, q.fail(fmt.Errorf("acquire %s: %w", quoteKeys(q.keys[i+1:]), err))
+		}
 		return true, nil
 	}
 	return false, nil
 }
 
-// fail puts back what the call took and returns err.
+// fail puts back what the call took and returns err (see holdings.failed).
 func (q *queue) fail(err error) error {
-	q.p.putBack(q.ctx, q.h)
-	return err
+	return q.h.failed(q.p.putBack(q.ctx, q.h), err)
 }
 
 // ended is the error for a wait cut short by ctx while trying key.

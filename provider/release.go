@@ -9,22 +9,32 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// unknownIfRan marks a transport error after which a delete may have run as ErrOutcomeUnknown.
+func unknownIfRan(err error) error {
+	if maybeRan(err) {
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+	return err
+}
+
 // scanCount is the COUNT hint of every SCAN, as stock Medusa's releaseAll uses.
 const scanCount = 100
 
 // Release deletes each key still held by owner ("" means "*"), owner-checked in Lua, and reports
 // whether every key was released, as stock does: a missing key or another owner's key gives
 // false, yet the matching keys are released. No keys gives true. A Redis error for one key (e.g.
-// WRONGTYPE) does not stop the others; the first one is returned, wrapped with its key.
+// WRONGTYPE) does not stop the others; the first one is returned, wrapped with its key. The
+// delete is never sent twice (another process with the same owner may take a key right after
+// it): when the connection fails after it may have run, the error matches ErrOutcomeUnknown.
 func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bool, error) {
 	if len(keys) == 0 {
 		return true, nil
 	}
 	owner = ownerOrDefault(owner)
 	sorted := normalizeKeys(keys)
-	res, errs, err := p.deleteBatch(ctx, releaseScript, sorted, owner, 0, true)
+	res, errs, err := p.deleteBatch(ctx, releaseScript, sorted, sendOnce, owner, nil, 0, true)
 	if err != nil {
-		return false, fmt.Errorf("release %s: %w", quoteKeys(sorted), err)
+		return false, fmt.Errorf("release %s: %w", quoteKeys(sorted), unknownIfRan(err))
 	}
 	all := true
 	var firstErr error
@@ -50,9 +60,9 @@ func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
 	owner = ownerOrDefault(owner)
 	released := 0
 	err := p.scanKeys(ctx, func(ctx context.Context, keys []string) error {
-		res, errs, err := p.deleteBatch(ctx, unlinkScript, keys, owner, 0, true)
+		res, errs, err := p.deleteBatch(ctx, unlinkScript, keys, sendOnce, owner, nil, 0, true)
 		if err != nil {
-			return err
+			return unknownIfRan(err)
 		}
 		for i := range keys {
 			if errs[i] == nil && res[i] == 1 {

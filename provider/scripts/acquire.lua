@@ -1,9 +1,8 @@
--- Acquire KEYS[1] for owner ARGV[1] with a TTL of ARGV[2] whole seconds (0: no expiry).
+-- Acquire KEYS[1] for owner ARGV[1] with a TTL of ARGV[2] whole seconds (0: no expiry), as
+-- acquisition call ARGV[3], and write its holder record KEYS[2] (see lib.lua).
 -- Same logic as @medusajs/locking-redis 2.21.2 acquireLock, with one fix: the same owner
 -- re-enters whether or not the caller queues (stock never re-enters on its queue path).
--- Returns {1} for a fresh lock, {0} when someone else holds it, and {2, pttl} for a re-entry
--- by the same owner, pttl being the key's PTTL before its TTL was rewritten (-1: no expiry),
--- so that a call that fails on another key can put it back.
+-- Returns 1 for a fresh lock, 0 when someone else holds it, 2 for a re-entry by the same owner.
 local ttl = tonumber(ARGV[2])
 local ok
 if ttl > 0 then
@@ -12,20 +11,25 @@ else
   ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
 end
 if ok then
-  return {1}
+  writeRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1])})
+  return 1
 end
 local current = redis.call('GET', KEYS[1])
 -- The anonymous owner "*" is never re-entrant, exactly as in stock.
-if current == '*' then
-  return {0}
+if current == '*' or current ~= ARGV[1] then
+  return 0
 end
-if current == ARGV[1] then
-  local pttl = redis.call('PTTL', KEYS[1])
-  if ttl > 0 then
-    redis.call('SET', KEYS[1], ARGV[1], 'XX', 'EX', ttl)
-  else
-    redis.call('SET', KEYS[1], ARGV[1], 'XX')
-  end
-  return {2, pttl}
+-- A re-entry: keep what the lock was before, so that a call that fails can put it back.
+local prev = {at = expireAt(KEYS[1])}
+local before = readRecord()
+if before then
+  before.prev = nil -- one level is kept; "re" still marks an older re-entry
+  prev.rec = before
 end
-return {0}
+if ttl > 0 then
+  redis.call('SET', KEYS[1], ARGV[1], 'XX', 'EX', ttl)
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'XX')
+end
+writeRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1]), re = 1, prev = cjson.encode(prev)})
+return 2

@@ -1,6 +1,12 @@
--- Renew KEYS[1] to ARGV[2] seconds only while owner ARGV[1] still holds it.
+-- Renew KEYS[1] to ARGV[2] seconds only while owner ARGV[1] still holds it; the holder record
+-- follows the lock, and notes the new expiry when claim ARGV[3] wrote it.
 -- Same logic as @medusajs/locking-redis 2.21.2 extendLock: a lapsed lease is never revived.
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('EXPIRE', KEYS[1], ARGV[2])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
 end
-return 0
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+if redis.call('HGET', KEYS[2], 'claim') == ARGV[3] then
+  redis.call('HSET', KEYS[2], 'at', expireAt(KEYS[1]))
+end
+followLock()
+return 1

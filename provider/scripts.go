@@ -1,0 +1,188 @@
+package provider
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed scripts/lib.lua
+	libSrc string
+	//go:embed scripts/acquire.lua
+	acquireSrc string
+	//go:embed scripts/extend.lua
+	extendSrc string
+	//go:embed scripts/release.lua
+	releaseSrc string
+	//go:embed scripts/giveback.lua
+	givebackSrc string
+	//go:embed scripts/claimed.lua
+	claimedSrc string
+	//go:embed scripts/unlink.lua
+	unlinkSrc string
+
+	acquireScript  = newScript(acquireSrc)
+	extendScript   = newScript(extendSrc)
+	releaseScript  = newScript(releaseSrc)
+	givebackScript = newScript(givebackSrc)
+	claimedScript  = newScript(claimedSrc)
+	unlinkScript   = newScript(unlinkSrc)
+)
+
+// Statuses of acquire.lua.
+const (
+	acquireHeld      = 0 // someone else holds the key
+	acquireFresh     = 1 // the key was free and is now ours
+	acquireReentered = 2 // the owner already held it; the TTL was rewritten
+)
+
+// script is one Lua script of scripts/, with lib.lua in front. Every script runs on one lock
+// key and its holder record (KEYS[1], KEYS[2]), so it is atomic and slot-safe on a Cluster.
+type script struct {
+	src string
+	sha string
+}
+
+func newScript(body string) *script {
+	src := libSrc + body
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// cmd is one run of s on lock key rk: EVALSHA, or EVAL with the whole text when full.
+func (s *script) cmd(ctx context.Context, rk string, full bool, args []any) *redis.Cmd {
+	name, body := "evalsha", s.sha
+	if full {
+		name, body = "eval", s.src
+	}
+	return redis.NewCmd(ctx, append([]any{name, body, 2, rk, recordKey(rk)}, args...)...)
+}
+
+// recordKey is the key of the holder record of lock key rk: outside every namespace (under
+// "locktui:"), and in rk's Cluster slot. A hash tag in rk is kept as the record's own; without
+// one, rk itself is the tag. (A key that contains "}" but no hash tag cannot have a record in its
+// slot: on a Cluster its scripts fail with CROSSSLOT.)
+func recordKey(rk string) string {
+	if tag, ok := hashTag(rk); ok {
+		return "locktui:{" + tag + "}:holder:" + rk
+	}
+	return "locktui:{" + rk + "}:holder"
+}
+
+// hashTag returns the part of key that Redis Cluster hashes when it is not the whole key: the
+// text between the first "{" and the first "}" after it, if not empty.
+func hashTag(key string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return "", false
+	}
+	return key[open+1 : open+1+end], true
+}
+
+// onceCmd is a script run that go-redis must not send again after a connection failure: a
+// delete under an owner other processes may share, which a resend after a lost reply could
+// apply to a lock taken in between.
+type onceCmd struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to resend the command.
+func (onceCmd) NoRetry() bool { return true }
+
+// resend says whether go-redis may send a batch again after a connection failure.
+type resend bool
+
+const (
+	mayResend resend = true  // the scripts give the same result when they run twice
+	sendOnce  resend = false // a second run could undo what someone did after the first
+)
+
+// scriptBatch runs one script over many keys in a single pipeline, with the same arguments for
+// every key, and reads integer replies (see evalBatch).
+func (p *Provider) scriptBatch(ctx context.Context, s *script, keys []string, r resend, args ...any) (results []int64, errs []error, err error) {
+	return evalBatch(ctx, p, s, keys, r, func(int) []any { return args }, (*redis.Cmd).Int64)
+}
+
+// evalBatch runs one script over many keys in a single pipeline, key i with the arguments
+// argsOf(i). results[i] is key i's reply, read with parse, when errs[i] is nil; errs[i] is its
+// Redis error (a reply error such as WRONGTYPE, or the transport error when the pipeline
+// failed). err is the first transport error, wrapped: then the keys with an error have an
+// unknown outcome (the script may have run; with mayResend, go-redis may even have run it
+// twice), while the results of the others are still valid. NOSCRIPT replies (a flushed script
+// cache, a failover) are retried once with the full script text.
+func evalBatch[T any](ctx context.Context, p *Provider, s *script, keys []string, r resend, argsOf func(i int) []any,
+	parse func(*redis.Cmd) (T, error)) (results []T, errs []error, err error) {
+	results = make([]T, len(keys))
+	errs = make([]error, len(keys))
+	pending := make([]int, len(keys))
+	for i := range keys {
+		pending[i] = i
+	}
+	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
+		pipe := p.client.Pipeline()
+		cmds := make([]*redis.Cmd, len(pending))
+		for j, i := range pending {
+			cmds[j] = s.cmd(ctx, p.RedisKey(keys[i]), attempt > 0, argsOf(i))
+			if r == sendOnce {
+				_ = pipe.Process(ctx, onceCmd{cmds[j]})
+			} else {
+				_ = pipe.Process(ctx, cmds[j])
+			}
+		}
+		_, _ = pipe.Exec(ctx)
+		var retry []int
+		for j, i := range pending {
+			v, cmdErr := parse(cmds[j])
+			errs[i] = cmdErr
+			switch {
+			case cmdErr == nil:
+				results[i] = v
+			case redis.HasErrorPrefix(cmdErr, "NOSCRIPT"):
+				retry = append(retry, i)
+			case isReplyError(cmdErr):
+			case err == nil:
+				err = fmt.Errorf("redis: %w", cmdErr)
+			}
+		}
+		if err != nil {
+			return results, errs, err
+		}
+		pending = retry
+	}
+	return results, errs, nil
+}
+
+// isReplyError tells a Redis error reply (the command ran and failed) from a transport error.
+func isReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !isNetworkReply(err)
+}
+
+// isNetworkReply reports errors that go-redis types as redis.Error but that mean the server
+// could not run the command (loading, failing over); they are treated as transport errors.
+func isNetworkReply(err error) bool {
+	msg := err.Error()
+	return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "READONLY") ||
+		strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "CLUSTERDOWN") ||
+		strings.HasPrefix(msg, "TRYAGAIN")
+}
+
+// maybeRan reports whether a transport error may have come after the command reached Redis,
+// so that its outcome is unknown: anything but a failed dial or a wait for a pooled connection.
+func maybeRan(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false
+	}
+	return !strings.Contains(err.Error(), "connection pool timeout")
+}
