@@ -54,3 +54,25 @@ func TestLeaseDeadlineMovesWithEveryConfirmedRenewal(t *testing.T) {
 	require.Eventually(t, func() bool { return l.Deadline().After(first.Add(2 * time.Second)) }, wait, poll)
 	require.NoError(t, l.Err(), "a healthy lease is never lost")
 }
+
+// A Redis server that restarts without persistence has lost every key while their holders still
+// believe: the restart is seen by its new run_id and every lease ends at once, not at its next
+// renewal (20 s away for the default lease).
+func TestLeaseIsLostAtOnceWhenRedisRestarts(t *testing.T) {
+	srv := redistest.Start(t)
+	e := newEnvOn(t, srv, nil)
+	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Minute})
+	require.NoError(t, err)
+	defer func() { _, _ = l.Release(context.Background()) }()
+	require.Eventually(t, func() bool { return provider.EpochKnown(e.p) }, wait, poll)
+	srv.Restart(t, 0)
+	restarted := time.Now()
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lease outlived the restart of its Redis by 5 s")
+	}
+	t.Logf("lost %s after the restart", time.Since(restarted).Round(time.Millisecond))
+	conflict(t, l.Err(), provider.ErrLockLost, lostMsg(`"k"`))
+	require.ErrorIs(t, l.Err(), provider.ErrServerRestarted)
+}

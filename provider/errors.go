@@ -17,6 +17,9 @@ var (
 	ErrLockLost = errors.New("provider: lock lost")
 	// ErrInvalidArgument: a call was made with arguments no lock can be taken with.
 	ErrInvalidArgument = errors.New("provider: invalid argument")
+	// ErrServerRestarted is the cause (matched through a lease's ErrLockLost) of a lease lost
+	// because its Redis server restarted or failed over, as its run_id showed.
+	ErrServerRestarted = errors.New("provider: Redis server restarted or failed over")
 	// ErrOutcomeUnknown: the connection to Redis failed after a command may have run, so
 	// whether it did is unknown, and the provider could not find out: a release or releaseAll
 	// may have deleted locks (it is never sent again, see docs/safety.md), an acquisition that

@@ -11,3 +11,10 @@ func PendingWakeups(p *Provider) int {
 	}
 	return n
 }
+
+// EpochKnown reports whether p has read the run_id of its Redis server. For tests only.
+func EpochKnown(p *Provider) bool {
+	p.epochs.mu.Lock()
+	defer p.epochs.mu.Unlock()
+	return p.epochs.ids != nil
+}

@@ -24,8 +24,10 @@ type LeaseOptions struct {
 
 // Lease is a set of keys held under one owner and renewed in the background until Release, or
 // until it is lost (Done is then closed and Err returns a *ConflictError matching ErrLockLost):
-// a renewal found a key gone or owned by someone else, or the lease's local deadline passed
-// before a renewal was confirmed (see Deadline), whatever the network does meanwhile.
+// a renewal found a key gone or owned by someone else, the lease's local deadline passed before
+// a renewal was confirmed (see Deadline), whatever the network does meanwhile, or the Redis
+// server restarted or failed over (a new run_id, read every 500 ms while leases are held),
+// which may have lost its keys.
 type Lease struct {
 	p        *Provider
 	keys     []string // sorted, without namespace
@@ -131,6 +133,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	l.deadline = l.deadlineAfter(confirmed)
 	l.expiry = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
 	l.mu.Unlock()
+	p.epochs.add(l)
 	go l.renew()
 	return l, nil
 }
@@ -238,6 +241,7 @@ var errReleased = errors.New("provider: lease released")
 // is gone or owned by someone else.
 func (l *Lease) renew() {
 	defer close(l.done)
+	defer l.p.epochs.remove(l)
 	defer func() {
 		l.mu.Lock()
 		l.expiry.Stop()

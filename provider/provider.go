@@ -11,19 +11,24 @@ import (
 )
 
 // Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
-// use; it owns no goroutine except the renewal of leases it hands out. When it deletes a key, its
+// use; it owns no goroutine except the renewal of leases it hands out and, while it holds any,
+// one that watches for a restarted Redis server (see Lease). When it deletes a key, its
 // own calls waiting for that key retry at once instead of sleeping out their backoff.
 type Provider struct {
 	client redis.UniversalClient
 	opts   Options
 	// wakeups are this Provider's calls waiting for a key, woken when it deletes the key.
 	wakeups wakeups
+	// epochs ends every lease when the Redis server restarts or fails over.
+	epochs epochs
 }
 
 // New returns a Provider on client (standalone, Sentinel or Cluster). opts may be nil.
 // The caller keeps ownership of client and closes it.
 func New(client redis.UniversalClient, opts *Options) *Provider {
-	return &Provider{client: client, opts: opts.withDefaults()}
+	p := &Provider{client: client, opts: opts.withDefaults()}
+	p.epochs.p = p
+	return p
 }
 
 // Namespace returns the key prefix in use.
