@@ -38,13 +38,13 @@ type TLSFiles struct {
 func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v", ErrBadURL, redact(rawURL), err)
+		return nil, badURL(rawURL, parseProblem(rawURL))
 	}
 	if u.Scheme != "redis" && u.Scheme != "rediss" {
-		return nil, fmt.Errorf("%w %q: the scheme must be redis:// or rediss://", ErrBadURL, redact(rawURL))
+		return nil, badURL(rawURL, "the scheme must be redis:// or rediss://")
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%w %q: no host", ErrBadURL, redact(rawURL))
+		return nil, badURL(rawURL, "no host")
 	}
 	q := u.Query()
 	var tlsConf *tls.Config
@@ -59,7 +59,7 @@ func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 		u.RawQuery = q.Encode()
 		o, err := redis.ParseClusterURL(u.String())
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %v", ErrBadURL, redact(rawURL), err)
+			return nil, badURL(rawURL, reason(err, u))
 		}
 		if tlsConf != nil {
 			o.TLSConfig = tlsConf
@@ -69,7 +69,7 @@ func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 	case q.Get("master_name") != "":
 		o, err := redis.ParseFailoverURL(u.String())
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %v", ErrBadURL, redact(rawURL), err)
+			return nil, badURL(rawURL, reason(err, u))
 		}
 		if tlsConf != nil {
 			o.TLSConfig = tlsConf
@@ -79,7 +79,7 @@ func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 	default:
 		o, err := redis.ParseURL(u.String())
 		if err != nil {
-			return nil, fmt.Errorf("%w %q: %v", ErrBadURL, redact(rawURL), err)
+			return nil, badURL(rawURL, reason(err, u))
 		}
 		if tlsConf != nil {
 			o.TLSConfig = tlsConf
@@ -87,6 +87,13 @@ func Open(rawURL string, files TLSFiles) (redis.UniversalClient, error) {
 		o.ContextTimeoutEnabled = true
 		return redis.NewClient(o), nil
 	}
+}
+
+// badURL is ErrBadURL for rawURL, shown redacted, with why. why must hold no password (see
+// parseProblem and reason): the error that caused it is deliberately not wrapped, since its
+// text may quote the whole URL.
+func badURL(rawURL, why string) error {
+	return fmt.Errorf("%w %q: %s", ErrBadURL, redact(rawURL), why)
 }
 
 func (f TLSFiles) config(serverName string) (*tls.Config, error) {
@@ -112,19 +119,6 @@ func (f TLSFiles) config(serverName string) (*tls.Config, error) {
 	return conf, nil
 }
 
-// Describe returns the URL without its password, for status bars and logs.
+// Describe returns the URL without its passwords, for status bars and logs. It never returns a
+// password, not even of a URL that does not parse (see redact).
 func Describe(rawURL string) string { return redact(rawURL) }
-
-func redact(rawURL string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.User == nil {
-		if err != nil {
-			return "(unparsable URL)"
-		}
-		return rawURL
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"os"
 	"time"
 
@@ -113,10 +112,11 @@ func (c Config) withDefaults() Config {
 
 // Run shows the console until the user quits or ctx ends (which is not an error). It returns
 // an error only when the console cannot run: no client, no terminal. While it runs, go-redis'
-// global logger is silenced (a failed dial would scribble over the screen; the status bar says
-// it instead). Run returns once its background work ended, except reads still waiting for a
-// stalled Redis after a grace of about a second: those end at their own deadlines, unseen. A
-// release under way when the user quits, and its audit record, are always waited for.
+// global logger is silenced (redisconn.LogTo(nil)) and then put back as it was (a failed dial
+// would scribble over the screen; the status bar says it instead). Run returns once its
+// background work ended, except reads still waiting for a stalled Redis after a grace of about
+// a second: those end at their own deadlines, unseen. A release under way when the user quits,
+// and its audit record, are always waited for.
 func Run(ctx context.Context, cfg Config) error {
 	return run(ctx, cfg)
 }
@@ -131,10 +131,10 @@ func run(ctx context.Context, cfg Config, opts ...tea.ProgramOption) error {
 		guardReadOnly(ctx, cfg.Client)
 	}
 	// go-redis logs failed dials to stderr, which would scribble over the screen while Redis
-	// is away: the status bar says it instead. The logger is global, so it is put back (as a
-	// plain stderr logger) when the console ends.
-	redis.SetLogger(discardLogger{})
-	defer redis.SetLogger(stderrLogger{log.New(os.Stderr, "redis: ", log.LstdFlags|log.Lshortfile)})
+	// is away: the status bar says it instead. The logger is global, so it is put back when
+	// the console ends.
+	restoreRedisLog := redisconn.LogTo(nil)
+	defer restoreRedisLog()
 	rt := newRuntime(ctx)
 	defer rt.shutdown()
 	m := newModel(cfg, rt)
@@ -157,17 +157,4 @@ func run(ctx context.Context, cfg Config, opts ...tea.ProgramOption) error {
 		return fmt.Errorf("tui: %w", err)
 	}
 	return nil
-}
-
-// discardLogger and stderrLogger are go-redis loggers (see Run).
-type discardLogger struct{}
-
-// Printf drops the line.
-func (discardLogger) Printf(context.Context, string, ...any) {}
-
-type stderrLogger struct{ l *log.Logger }
-
-// Printf writes the line to stderr.
-func (s stderrLogger) Printf(_ context.Context, format string, v ...any) {
-	_ = s.l.Output(2, fmt.Sprintf(format, v...))
 }

@@ -49,6 +49,22 @@ func TestStatusBarSaysWhereAndHow(t *testing.T) {
 	assert.NotContains(t, out, " RO ")
 }
 
+func TestStatusBarNeverShowsAPassword(t *testing.T) {
+	for _, url := range []string{
+		"redis://:hunter2@localhost:notaport",                 // does not parse
+		"redis://s1:26379/0?master_name=m&password=hunter2",   // Sentinel: the master's password
+		"user:hunter2@localhost:6390",                         // no "//": the user part is opaque
+		"redis://n1:7000?cluster=true&addr=u:hunter2@n2:7001", // a user in another address
+	} {
+		m := newTestModel(t, Config{URL: url})
+		connected(m)
+		feed(m, sampleStore())
+		out := screen(m)
+		assert.NotContains(t, out, "hunter2", "status bar of %s", url)
+		assert.Contains(t, out, "xxxxx", "status bar of %s", url)
+	}
+}
+
 func TestStatesAreWords(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)

@@ -65,6 +65,9 @@ func run(ctx context.Context, stopSignals func(), args []string, stdout, stderr 
 		handler = slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: opts.logLevel})
 	}
 	log := slog.New(handler)
+	// go-redis's own lines (failed dials, pool trouble) go to the same log, as warnings.
+	restoreRedisLog := redisconn.LogTo(log)
+	defer restoreRedisLog()
 
 	client, err := redisconn.Open(opts.redisURL, opts.redisTLS)
 	if err != nil {

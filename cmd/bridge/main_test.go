@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -195,4 +196,100 @@ func listenAddr(log string) string {
 			return line.Addr
 		}
 	}
+}
+
+func TestBadRedisURLNeverShowsThePassword(t *testing.T) {
+	for _, url := range []string{
+		"redis://user:hunter2@host:notaport",
+		"redis://user:hunter2@host:6379/notadb",
+		"redis://n1:7000?cluster=true&addr=u:hunter2@n2:7001",
+	} {
+		cmd := command("--insecure", "--redis", url)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		require.True(t, errors.As(err, &exit), "bridge --redis %s: %v", url, err)
+		require.Equal(t, exitError, exit.ExitCode(), "bridge --redis %s: %s", url, stderr.String())
+		out := stderr.String()
+		require.Equal(t, 1, strings.Count(out, "\n"), "bridge --redis %s printed more than one line: %s", url, out)
+		require.Contains(t, out, "bridge: redisconn: bad Redis URL")
+		require.NotContains(t, out, "hunter2")
+	}
+}
+
+// closedAddr returns a loopback address nobody listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// runUntilRedisWarning runs the bridge in-process with JSON logs on redisURL, whose Redis is
+// not there, until it warns that Redis does not answer, stops it and returns its log records,
+// checking that every line is one.
+func runUntilRedisWarning(t *testing.T, redisURL string) (log string, records []map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	status := make(chan int, 1)
+	go func() {
+		status <- run(ctx, func() {}, []string{"--insecure", "--listen", "127.0.0.1:0", "--events=false",
+			"--log-format", "json", "--redis", redisURL}, &stdout, &stderr, func(string) string { return "" })
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "Redis does not answer yet") },
+		wait, tick, "no warning about Redis in: %s", stderr.String())
+	cancel()
+	select {
+	case code := <-status:
+		require.Equal(t, exitOK, code, "log: %s", stderr.String())
+	case <-time.After(wait):
+		t.Fatalf("the bridge did not stop; log: %s", stderr.String())
+	}
+	log = stderr.String()
+	for _, line := range strings.Split(strings.TrimSpace(log), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "not a JSON record: %s", line)
+		records = append(records, rec)
+	}
+	return log, records
+}
+
+// TestLogLinesOfGoRedisAreJSONToo: go-redis's own line about a failed dial comes out as a JSON
+// record like every other line, and the password of the URL nowhere.
+func TestLogLinesOfGoRedisAreJSONToo(t *testing.T) {
+	addr := closedAddr(t)
+	log, records := runUntilRedisWarning(t, "redis://user:hunter2@"+addr+"?max_retries=-1")
+	require.NotContains(t, log, "hunter2")
+	var goRedis int
+	for _, rec := range records {
+		if msg, _ := rec["msg"].(string); strings.HasPrefix(msg, "redis: connection pool: failed to dial") {
+			require.Equal(t, "WARN", rec["level"], rec)
+			goRedis++
+		}
+		if rec["msg"] == "listening" {
+			require.Equal(t, "redis://user:xxxxx@"+addr+"?max_retries=-1", rec["redis"], rec)
+		}
+	}
+	require.NotZero(t, goRedis, "no go-redis record in: %s", log)
+}
+
+// TestListeningLineNeverShowsAPassword: a Sentinel URL carries the master's password in its
+// query; the "listening" line shows the server without it.
+func TestListeningLineNeverShowsAPassword(t *testing.T) {
+	addr := closedAddr(t)
+	log, records := runUntilRedisWarning(t, "redis://"+addr+"/0?master_name=mymaster&password=hunter2&max_retries=-1")
+	require.NotContains(t, log, "hunter2")
+	var listening int
+	for _, rec := range records {
+		if rec["msg"] == "listening" {
+			require.Equal(t, "redis://"+addr+"/0?master_name=mymaster&password=xxxxx&max_retries=-1", rec["redis"], rec)
+			listening++
+		}
+	}
+	require.Equal(t, 1, listening, log)
 }

@@ -7,16 +7,17 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/internal/console"
+	"github.com/locktui/locktui/redisconn"
 )
 
 func main() {
 	// go-redis logs every failed dial on its own; locktui reports errors itself, once per
-	// failure, and the console must not have log lines written over it.
-	redis.SetLogger(quietLogger{})
+	// failure, and the console must not have log lines written over it. So go-redis's lines
+	// are dropped, except while a command is connected: then they are locktui warnings
+	// (internal/cli). The console drops them while it owns the terminal (tui.Run).
+	redisconn.LogTo(nil)
 	app := &cli.App{
 		Stdin:   os.Stdin,
 		Stdout:  os.Stdout,
@@ -38,8 +39,3 @@ func version() string {
 	}
 	return ""
 }
-
-// quietLogger drops go-redis's internal log lines.
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}

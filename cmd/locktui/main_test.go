@@ -89,6 +89,14 @@ func TestBinaryBadURL(t *testing.T) {
 	requireOneLine(t, stderr, "bad Redis URL")
 }
 
+func TestBinaryBadURLNeverShowsThePassword(t *testing.T) {
+	code, stdout, stderr := exitCode(t, "--redis", "redis://user:hunter2@host:notaport", "list")
+	require.Equal(t, cli.ExitError, code)
+	require.Empty(t, stdout)
+	requireOneLine(t, stderr, `bad Redis URL "redis://xxxxx@host:notaport": invalid port ":notaport" after host`)
+	require.NotContains(t, stderr, "hunter2")
+}
+
 func TestBinaryUnreachableRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()

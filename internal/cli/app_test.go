@@ -176,3 +176,26 @@ func TestRuntimeErrorsAreOneLine(t *testing.T) {
 		})
 	}
 }
+
+func TestBadURLNeverShowsThePassword(t *testing.T) {
+	for _, url := range []string{
+		"redis://user:hunter2@host:notaport",
+		"redis://user:hun/ter2@host:6379",
+		"user:hunter2@host:6379",
+		"redis://s1:26379/0?master_name=m&password=hunter2&addr=bad",
+	} {
+		t.Run(url, func(t *testing.T) {
+			r := run(t, "list", "--redis", url)
+			requireCode(t, r, cli.ExitError)
+			requireOneErrorLine(t, r, "bad Redis URL")
+			require.NotContains(t, r.stderr, "hun")
+
+			app := newApp(nil, nil)
+			app.Getenv = func(name string) string { return map[string]string{"REDIS_URL": url}[name] }
+			r = runApp(t, app, "acquire", "k", "--owner", "o")
+			requireCode(t, r, cli.ExitError)
+			requireOneErrorLine(t, r, "bad Redis URL")
+			require.NotContains(t, r.stderr, "hun")
+		})
+	}
+}

@@ -26,21 +26,30 @@ const connectTimeout = 5 * time.Second
 
 // conn is an open connection to Redis with a provider on it.
 type conn struct {
-	client redis.UniversalClient
-	p      *provider.Provider
-	closer func()
+	client     redis.UniversalClient
+	p          *provider.Provider
+	closer     func()
+	restoreLog func() // puts back where go-redis's log lines went before connect
 }
 
-// Close closes the observer and the client.
+// Close closes the observer and the client, and stops showing go-redis's log lines as
+// warnings.
 func (c *conn) Close() {
 	if c.closer != nil {
 		c.closer()
 	}
 	_ = c.client.Close()
+	if c.restoreLog != nil {
+		c.restoreLog()
+	}
 }
 
 // connect opens the client, checks that Redis answers within connectTimeout, and returns a
-// provider that logs its warnings on stderr and reports events to App.NewObserver.
+// provider that logs its warnings on stderr and reports events to App.NewObserver. Once Redis
+// has answered, go-redis's own log lines (a failed dial while run holds its lease, …) are
+// warnings on stderr too, until the conn is closed; before, they stay wherever they went (the
+// locktui command drops them), so a Redis that does not answer is reported once, by connect's
+// error.
 func (s *session) connect(ctx context.Context, o *options) (*conn, error) {
 	client, err := redisconn.Open(o.url, o.tls)
 	if err != nil {
@@ -58,11 +67,9 @@ func (s *session) connect(ctx context.Context, o *options) (*conn, error) {
 		}
 		return nil, fmt.Errorf("cannot reach Redis at %s: %w", redisconn.Describe(o.url), err)
 	}
-	c := &conn{client: client}
-	opts := &provider.Options{
-		Namespace: o.namespace,
-		Logger:    slog.New(&warnHandler{w: s.stderr}),
-	}
+	warnings := slog.New(&warnHandler{w: s.stderr})
+	c := &conn{client: client, restoreLog: redisconn.LogTo(warnings)}
+	opts := &provider.Options{Namespace: o.namespace, Logger: warnings}
 	if s.app.NewObserver != nil {
 		opts.Observer, c.closer = s.app.NewObserver(client, o.namespace)
 	}
@@ -70,7 +77,8 @@ func (s *session) connect(ctx context.Context, o *options) (*conn, error) {
 	return c, nil
 }
 
-// warnHandler prints the provider's warnings as "locktui: warning: message key=value…".
+// warnHandler prints the provider's and go-redis's warnings as
+// "locktui: warning: message key=value…".
 type warnHandler struct {
 	w     io.Writer
 	attrs []slog.Attr

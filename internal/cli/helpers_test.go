@@ -9,18 +9,19 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/redisconn"
 )
 
 func TestMain(m *testing.M) {
 	// go-redis logs failed dials itself; the tests of unreachable servers would fill the log.
-	redis.SetLogger(quietLogger{})
+	// (locktui's main does the same.)
+	redisconn.LogTo(nil)
 	// release and release-all audit to audit.DefaultPath() unless --audit-log is given: keep
 	// that default in a scratch directory, never in the developer's home.
 	state, err := os.MkdirTemp("", "locktui-cli-test-")
@@ -43,10 +44,6 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(state)
 	os.Exit(code)
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // result is what one locktui invocation produced.
 type result struct {

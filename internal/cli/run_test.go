@@ -104,6 +104,19 @@ func TestRunStopsTheCommandWhenTheLeaseIsLost(t *testing.T) {
 	require.NotContains(t, stderr.String(), "SIGKILL after 10s;") // the command obeyed SIGTERM
 }
 
+func TestRunShowsGoRedisLinesAsWarnings(t *testing.T) {
+	e := newEnv(t)
+	_, stderr, code := started(t, newApp(nil, nil), "run", "k", "--expire", "1s", "--redis", e.srv.URL, "--",
+		"sh", "-c", "echo ready; exec sleep 30")
+	e.srv.Stop() // the renewals' dials fail, and go-redis says so
+	require.Equal(t, cli.ExitLockLost, <-code)
+	out := stderr.String()
+	require.Contains(t, out, "locktui: warning: redis: connection pool: failed to dial")
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		require.True(t, strings.HasPrefix(line, "locktui: "), "a line not in locktui's format: %q", line)
+	}
+}
+
 func TestRunKillsACommandThatIgnoresSIGTERM(t *testing.T) {
 	e := newEnv(t)
 	// An ignored signal stays ignored across exec, so sleep ignores SIGTERM.

@@ -1,0 +1,102 @@
+package redisconn_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/redisconn"
+)
+
+// syncBuffer is a bytes.Buffer that go-redis's goroutines and the test may share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// closedPortURL returns a redis:// URL of a loopback port nobody listens on.
+func closedPortURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return "redis://" + addr
+}
+
+// provokeDialFailure makes go-redis log its "failed to dial" line once.
+func provokeDialFailure(t *testing.T) {
+	t.Helper()
+	client, err := redisconn.Open(closedPortURL(t)+"?max_retries=-1", redisconn.TLSFiles{})
+	require.NoError(t, err)
+	defer client.Close()
+	require.Error(t, client.Ping(context.Background()).Err())
+}
+
+func TestLogToSendsGoRedisLinesToSlog(t *testing.T) {
+	var out syncBuffer
+	restore := redisconn.LogTo(slog.New(slog.NewJSONHandler(&out, nil)))
+	defer restore()
+	provokeDialFailure(t)
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.NotEmpty(t, lines[0], "go-redis logged nothing through slog")
+	for _, line := range lines {
+		var rec struct {
+			Level, Msg string
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &rec), "not a JSON record: %s", line)
+		require.Equal(t, "WARN", rec.Level, line)
+		require.True(t, strings.HasPrefix(rec.Msg, "redis: "), line)
+		require.NotContains(t, strings.TrimPrefix(rec.Msg, "redis: "), "redis: ", "the prefix is not doubled: %s", line)
+	}
+	require.Contains(t, out.String(), "redis: connection pool: failed to dial")
+}
+
+func TestLogToRestoresThePreviousRoute(t *testing.T) {
+	var first, second syncBuffer
+	restoreFirst := redisconn.LogTo(slog.New(slog.NewTextHandler(&first, nil)))
+	defer restoreFirst()
+	restoreSecond := redisconn.LogTo(slog.New(slog.NewTextHandler(&second, nil)))
+	provokeDialFailure(t)
+	require.Contains(t, second.String(), "failed to dial")
+	require.Empty(t, first.String())
+
+	restoreSecond()
+	restoreSecond() // a second call changes nothing
+	provokeDialFailure(t)
+	require.Contains(t, first.String(), "failed to dial")
+
+	restoreNil := redisconn.LogTo(nil) // discards
+	defer restoreNil()
+	before := first.String() + second.String()
+	provokeDialFailure(t)
+	require.Equal(t, before, first.String()+second.String())
+}
+
+func TestLogToHonoursTheLevel(t *testing.T) {
+	var out syncBuffer
+	restore := redisconn.LogTo(slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelError})))
+	defer restore()
+	provokeDialFailure(t)
+	require.Empty(t, out.String(), "go-redis lines are warnings")
+}
