@@ -78,7 +78,7 @@ func TestLostReleaseReplyIsNeverResent(t *testing.T) {
 	e, px := proxiedEnv(t, provider.Options{})
 	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{}))
 	var other sync.WaitGroup
-	px.loseReplyTo(shaOf("release"), func() {
+	px.LoseReplyTo([]byte(shaOf("release")), func() {
 		// The release ran; before its reply arrives, another process takes the key as "*".
 		other.Go(func() {
 			require.NoError(t, e.rdb.SetNX(context.Background(), e.key("k"), "*", 0).Err())
@@ -87,7 +87,7 @@ func TestLostReleaseReplyIsNeverResent(t *testing.T) {
 	})
 	_, err := e.p.Release(ctx(t), []string{"k"}, "")
 	require.ErrorIs(t, err, provider.ErrOutcomeUnknown)
-	require.Equal(t, 1, px.lostReplies())
+	require.Equal(t, 1, px.LostReplies())
 	e.requireOwner("k", "*") // the other process's lock
 }
 
@@ -97,9 +97,9 @@ func TestLostReleaseReplyIsNeverResent(t *testing.T) {
 func TestLostAnonymousAcquireReplyLeavesNothingBehind(t *testing.T) {
 	noLeaks(t)
 	e, px := proxiedEnv(t, provider.Options{})
-	px.loseReplyTo(shaOf("acquire"), nil)
+	px.LoseReplyTo([]byte(shaOf("acquire")), nil)
 	err := e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{})
-	require.Equal(t, 1, px.lostReplies())
+	require.Equal(t, 1, px.LostReplies())
 	if err == nil {
 		e.requireOwner("k", "*") // the caller learned that it holds the key
 		return

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/faultproxy"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -16,10 +17,10 @@ import (
 // proxiedEnv is an env whose provider reaches the shared Redis through a proxy, with go-redis's
 // default retries and without context deadlines on socket I/O (the go-redis defaults). The
 // scripts are loaded first, so an EVALSHA whose reply is lost has run.
-func proxiedEnv(t *testing.T, opts provider.Options) (*env, *proxy) {
+func proxiedEnv(t *testing.T, opts provider.Options) (*env, *faultproxy.Proxy) {
 	t.Helper()
-	px := startProxy(t, shared.Addr)
-	client := redis.NewClient(&redis.Options{Addr: px.Addr})
+	px := faultproxy.StartT(t, shared.Addr)
+	client := redis.NewClient(&redis.Options{Addr: px.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
 	e := newEnv(t, nil)
 	opts.Namespace = e.ns
@@ -43,11 +44,11 @@ func TestLostReplyResentByGoRedisIsGivenBack(t *testing.T) {
 	e, px := proxiedEnv(t, provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
 	rec := record(e)
 	e.set("b", "holder", 0)
-	px.loseReplyTo(shaOf("acquire"), nil)
+	px.LoseReplyTo([]byte(shaOf("acquire")), nil)
 
 	_, err := e.p.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{Timeout: 300 * time.Millisecond})
 	conflict(t, err, provider.ErrTimedOut, timedOutMsg)
-	require.Equal(t, 1, px.lostReplies(), "the first attempt's reply was lost")
+	require.Equal(t, 1, px.LostReplies(), "the first attempt's reply was lost")
 	e.requireFree("a")
 	e.requireOwner("b", "holder")
 	owner := rec.of("acquire")[0].Args[0]
@@ -67,10 +68,10 @@ func TestContextEndingBeforeTheResendGivesTheKeyBack(t *testing.T) {
 	e, px := proxiedEnv(t, provider.Options{})
 	c, cancel := context.WithCancel(ctx(t))
 	defer cancel()
-	px.loseReplyTo(shaOf("acquire"), cancel) // Redis replied; the caller gives up; then the cut
+	px.LoseReplyTo([]byte(shaOf("acquire")), cancel) // Redis replied; the caller gives up; then the cut
 
 	_, err := e.p.AcquireLease(c, []string{"a"}, provider.LeaseOptions{Timeout: wait})
 	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, 1, px.lostReplies())
+	require.Equal(t, 1, px.LostReplies())
 	e.requireFree("a")
 }

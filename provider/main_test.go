@@ -1,13 +1,12 @@
 package provider_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
 
 	"github.com/locktui/locktui/internal/redistest"
-	"github.com/redis/go-redis/v9"
+	"github.com/locktui/locktui/redisconn"
 	"go.uber.org/goleak"
 )
 
@@ -23,13 +22,9 @@ var leakOptions = []goleak.Option{
 
 func TestMain(m *testing.M) {
 	// go-redis logs every failed dial; the tests of a stopped Redis expect those failures.
-	redis.SetLogger(quietLogger{})
+	redisconn.LogTo(nil)
 	goleak.VerifyTestMain(withSharedServer{m}, leakOptions...)
 }
-
-type quietLogger struct{}
-
-func (quietLogger) Printf(context.Context, string, ...any) {}
 
 // withSharedServer runs the tests with the shared server up, and stops it before goleak looks
 // for leftover goroutines.
