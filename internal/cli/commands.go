@@ -100,8 +100,13 @@ flags) as one release_owner record with OWNER and the count.
 			help: `Take every KEY as a lease under a fresh owner "execute:<uuid>" (as stock execute does), run
 COMMAND with locktui's stdin, stdout and stderr, renew the lease while it runs, and release
 it when the command exits. SIGINT, SIGTERM and SIGHUP are forwarded to the command.
-If the lease is lost (a key expired or changed owner), the command gets SIGTERM, then SIGKILL
-after --grace, and locktui exits 76.
+
+The command never runs on when Redis could expire the keys. The lease's deadline is 0.9 of the
+TTL after the send time of its last confirmed renewal; when it is --grace away and no renewal
+has moved it, the command gets SIGTERM, and SIGKILL at the deadline if it still runs (a renewal
+confirmed later does not take the SIGTERM back). If the lease is lost (a key was deleted or
+changed owner), the command gets SIGTERM, then SIGKILL after --grace, or at the deadline if
+that comes first. Either way locktui exits 76.
 
 On Linux, if locktui itself dies (kill -9, the OOM killer), the kernel kills the command with
 SIGKILL, so it cannot run on without the lock. This covers the command's own process only:
@@ -111,7 +116,9 @@ other systems the command keeps running in that case, without the lock once the 
   --timeout D   how long to wait for the keys (default 5s); then exit 75 with
                 Timed-out acquiring lock.
   --expire D    the lease, renewed every max(D/3, 250ms) (default 60s)
-  --grace D     time between SIGTERM and SIGKILL after a lost lease (default 10s)
+  --grace D     time between SIGTERM and SIGKILL; at most a quarter of --expire, so that
+                a late renewal does not stop the command (default 10s, or a quarter
+                of --expire if that is less)
 
 Exits with the command's exit code, 128+N if a signal N killed it, 127 if it was not found
 (the lock is not taken), 126 if it could not be started.`,
@@ -188,7 +195,7 @@ const exitHelp = `Exit codes:
   3      acquire: a key is held by another owner; release: not every key was released (not
          held, another owner's, or not a lock)
   75     run: timed out waiting for the lock
-  76     run: the lease was lost while the command ran
+  76     run: the lease was lost, or its renewal overdue, while the command ran
   126    run: the command could not be started
   127    run: the command was not found
   128+N  run: the command was killed by signal N; acquire --wait or run: interrupted by signal N

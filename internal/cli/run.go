@@ -16,8 +16,16 @@ import (
 const (
 	defaultRunTimeout = provider.DefaultWaitLockingTimeout // --timeout
 	defaultRunExpire  = provider.DefaultLeaseExpire        // --expire
-	defaultRunGrace   = 10 * time.Second                   // --grace
+	defaultRunGrace   = 10 * time.Second                   // --grace: at most this, see maxGrace
 )
+
+// maxGrace is the largest --grace that run accepts for an --expire, and the default grace is
+// min(defaultRunGrace, maxGrace(expire)). Just before each renewal the lease's deadline is about
+// 0.9 − 1/3 ≈ 0.57 of the TTL ahead (renewals every TTL/3, deadline 0.9 TTL after the send time
+// of the last confirmed one), and run sends SIGTERM when the deadline is --grace away: a grace
+// of a quarter of the TTL leaves a renewal almost a whole renewal interval (0.32 TTL, with its
+// retries) to be late before the command is stopped.
+func maxGrace(expire time.Duration) time.Duration { return expire / 4 }
 
 // pipeDrain bounds how long run waits for the command's output to drain after it exited (a
 // background process it left behind may hold the pipes open).
@@ -36,6 +44,11 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(usagef("run", "--timeout must be positive"))
 	case o.expire == 0:
 		return s.fail(usagef("run", "--expire must be positive: a lease always expires"))
+	case o.set["grace"] && o.grace > maxGrace(o.expire):
+		return s.fail(usagef("run", "--grace %s is more than a quarter of --expire %s: at most %s, or every slow renewal would stop the command",
+			o.grace, o.expire, maxGrace(o.expire)))
+	case !o.set["grace"]:
+		o.grace = min(defaultRunGrace, maxGrace(o.expire))
 	}
 	cmd := exec.Command(p.tail[0], p.tail[1:]...)
 	if cmd.Err != nil {
@@ -89,20 +102,52 @@ func (s *session) takeLease(ctx context.Context, p *provider.Provider, keys []st
 
 // supervise waits for the started command (its cmd.Wait result arrives on waited) while
 // forwarding signals and watching the lease, then releases the lease and returns run's exit code.
+//
+// The command must be dead before Redis can expire the keys, which it cannot do before the
+// lease's deadline (Lease.Deadline). So when the deadline comes within grace without a renewal
+// having moved it, the command gets SIGTERM, and SIGKILL at the deadline if it still runs. After
+// a SIGTERM from run (also for a lost lease or an ended ctx), SIGKILL follows grace later or at
+// the deadline, whichever comes first. A renewal confirmed after the SIGTERM does not take it
+// back. One timer serves both moments: it is re-armed from the deadline when it fires early.
 func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan error, lease *provider.Lease, sigs <-chan os.Signal, grace time.Duration) int {
-
-	var killTimer *time.Timer
-	var kill <-chan time.Time
-	defer func() {
-		if killTimer != nil {
-			killTimer.Stop()
+	var (
+		termAt    time.Time // when run sent SIGTERM; zero before
+		forLease  bool      // that SIGTERM was because of the lease: exit ExitLockLost
+		killed    bool
+		terminate = func() {
+			if termAt.IsZero() {
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				termAt = time.Now()
+			}
 		}
-	}()
-	terminate := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if killTimer == nil {
-			killTimer = time.NewTimer(grace)
-			kill = killTimer.C
+	)
+	timer := time.NewTimer(time.Until(lease.Deadline().Add(-grace)))
+	defer timer.Stop()
+	// step acts on every moment that has come and arms the timer for the next one.
+	step := func() {
+		for !killed {
+			now, deadline := time.Now(), lease.Deadline()
+			switch {
+			case termAt.IsZero() && now.Before(deadline.Add(-grace)):
+				timer.Reset(deadline.Add(-grace).Sub(now))
+				return
+			case termAt.IsZero():
+				s.errorf("renewal of the lock on %s is overdue (the lease ends in %s); stopping the command with SIGTERM, SIGKILL at the deadline",
+					quoteKeys(lease.Keys()), max(deadline.Sub(now), 0).Round(time.Millisecond))
+				forLease = true
+				terminate()
+			case now.Before(earliest(termAt.Add(grace), deadline)):
+				timer.Reset(earliest(termAt.Add(grace), deadline).Sub(now))
+				return
+			case now.Before(deadline):
+				s.errorf("the command did not exit within %s of SIGTERM; sending SIGKILL", grace)
+				_ = cmd.Process.Kill()
+				killed = true
+			default:
+				s.errorf("the command still runs at the lease's deadline; sending SIGKILL before Redis can expire the keys")
+				_ = cmd.Process.Kill()
+				killed = true
+			}
 		}
 	}
 	leaseDone, ctxDone := lease.Done(), ctx.Done()
@@ -113,7 +158,7 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 				s.warnf("the command exited but its output stayed open (a background process?); stopped reading after %s", pipeDrain)
 			}
 			s.releaseLease(ctx, lease)
-			if lease.Err() != nil {
+			if forLease || lease.Err() != nil {
 				return ExitLockLost
 			}
 			return exitStatus(cmd.ProcessState)
@@ -125,20 +170,33 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 			_ = cmd.Process.Signal(sig)
 		case <-leaseDone:
 			leaseDone = nil
-			if lease.Err() != nil {
+			if lease.Err() == nil {
+				continue
+			}
+			forLease = true
+			if termAt.IsZero() { // else it already got SIGTERM
+				now := time.Now()
 				s.errorf("lost the lock on %s while the command ran; stopping it with SIGTERM (SIGKILL after %s)",
-					quoteKeys(lease.Keys()), grace)
+					quoteKeys(lease.Keys()), max(earliest(now.Add(grace), lease.Deadline()).Sub(now), 0).Round(time.Millisecond))
 				terminate()
 			}
+			step()
 		case <-ctxDone:
 			ctxDone = nil
 			terminate()
-		case <-kill:
-			kill = nil
-			s.errorf("the command did not exit within %s of SIGTERM; sending SIGKILL", grace)
-			_ = cmd.Process.Kill()
+			step()
+		case <-timer.C:
+			step()
 		}
 	}
+}
+
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // releaseLease gives the lease back, also after ctx ended, and warns when that fails.

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/internal/faultproxy"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -101,7 +103,7 @@ func TestRunStopsTheCommandWhenTheLeaseIsLost(t *testing.T) {
 	require.Equal(t, cli.ExitLockLost, <-code)
 	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran; stopping it with SIGTERM`)
 	require.Contains(t, stderr.String(), `Lost the lock for key(s) "k"`)
-	require.NotContains(t, stderr.String(), "SIGKILL after 10s;") // the command obeyed SIGTERM
+	require.NotContains(t, stderr.String(), "sending SIGKILL") // the command obeyed SIGTERM
 }
 
 func TestRunShowsGoRedisLinesAsWarnings(t *testing.T) {
@@ -175,4 +177,125 @@ func TestRunCommandThatCannotStart(t *testing.T) {
 		requireOneErrorLine(t, r, tt.want)
 		require.Empty(t, e.holder(t, "k"), "the lock is not left behind")
 	}
+}
+
+// The safety contract of run: no one else may take the keys while the command can still run.
+// With the link to Redis silent, the renewals stop reaching Redis, which expires the keys one TTL
+// after the last renewal it got; the command must be dead before that, also when it ignores
+// SIGTERM. Its death is seen when it happens, by the end of a FIFO only it holds open, and the
+// key is read at that moment through a direct client: still there, still the lease's.
+func TestRunKillsTheCommandBeforeRedisCanExpireTheKeys(t *testing.T) {
+	e := newEnv(t)
+	px := faultproxy.StartT(t, e.srv.Addr)
+	exited := aliveUntilEOF(t)
+	// An ignored signal stays ignored across exec, so only SIGKILL stops sleep; it inherits fd 3.
+	_, stderr, code := started(t, newApp(nil, nil), "run", "k", "--expire", "3s", "--grace", "700ms",
+		"--redis", "redis://"+px.Addr(), "--", "sh", "-c", `trap "" TERM; exec 3>"$0"; echo ready; exec sleep 30`, exited.fifo)
+	owner := e.holder(t, "k")
+	require.NotEmpty(t, owner)
+
+	px.Blackhole(faultproxy.Upstream)
+	px.Blackhole(faultproxy.Downstream)
+	select {
+	case <-exited.c:
+	case <-time.After(time.Minute):
+		t.Fatalf("the command still runs a minute after the link went silent; stderr:\n%s", stderr.String())
+	}
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := e.srv.Client(t).TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+		get, pttl = p.Get(context.Background(), "medusa_lock:k"), p.PTTL(context.Background(), "medusa_lock:k")
+		return nil
+	})
+	require.NoError(t, err, "the key expired before the command died; stderr:\n%s", stderr.String())
+	require.Equal(t, owner, get.Val(), "the key is still the lease's when the command dies")
+	require.Positive(t, pttl.Val(), "the key still has a TTL when the command dies")
+
+	px.Restore(faultproxy.Upstream)
+	px.Restore(faultproxy.Downstream)
+	require.Equal(t, cli.ExitLockLost, <-code)
+	require.Contains(t, stderr.String(), `locktui: renewal of the lock on "k" is overdue`)
+	require.Contains(t, stderr.String(), "locktui: the command still runs at the lease's deadline; sending SIGKILL")
+}
+
+// fifoWatch is a FIFO that a command opens for writing; c is closed when every writer has
+// closed it, which for a command that holds it until it exits is the moment it dies.
+type fifoWatch struct {
+	fifo string
+	c    chan struct{}
+}
+
+func aliveUntilEOF(t *testing.T) fifoWatch {
+	t.Helper()
+	w := fifoWatch{fifo: filepath.Join(t.TempDir(), "alive"), c: make(chan struct{})}
+	require.NoError(t, syscall.Mkfifo(w.fifo, 0o600))
+	go func() {
+		defer close(w.c)
+		f, err := os.Open(w.fifo) // blocks until the command opens it for writing
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		_, _ = io.Copy(io.Discard, f)
+	}()
+	t.Cleanup(func() {
+		// If the command never opened the FIFO, open it here so the reader above returns.
+		if f, err := os.OpenFile(w.fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-w.c
+	})
+	return w
+}
+
+// A long command whose renewals work is never stopped, with the default grace of a short lease
+// and with the largest grace allowed; the link adds some latency to every renewal.
+func TestRunKeepsALongCommandRunningWhileRenewalsWork(t *testing.T) {
+	for _, flags := range [][]string{
+		{"--expire", "1s"},                     // grace 250ms
+		{"--expire", "2s", "--grace", "500ms"}, // the largest for 2s
+	} {
+		t.Run(strings.Join(flags, " "), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			px := faultproxy.StartT(t, e.srv.Addr)
+			px.Delay(faultproxy.Upstream, 10*time.Millisecond)
+			px.Delay(faultproxy.Downstream, 10*time.Millisecond)
+			// The command outlives several TTLs, so it needs many renewals.
+			args := append([]string{"run", "k", "--redis", "redis://" + px.Addr()}, flags...)
+			r := run(t, append(args, "--", "sh", "-c", "sleep 4; echo done")...)
+			requireCode(t, r, 0)
+			require.Equal(t, "done\n", r.stdout)
+			require.Empty(t, r.stderr)
+			require.Empty(t, e.holder(t, "k"), "released when the command exits")
+		})
+	}
+}
+
+// --grace may be at most a quarter of --expire, else a slightly late renewal would stop every
+// command; without --grace it is min(10s, expire/4).
+func TestRunGraceIsAtMostAQuarterOfExpire(t *testing.T) {
+	e := newEnv(t)
+	for _, tt := range []struct {
+		flags []string
+		want  string // the error, "" when accepted
+	}{
+		{[]string{"--expire", "4s", "--grace", "1001ms"}, "--grace 1.001s is more than a quarter of --expire 4s: at most 1s"},
+		{[]string{"--grace", "16s"}, "--grace 16s is more than a quarter of --expire 1m0s: at most 15s"},
+		{[]string{"--grace", "11s", "--expire", "1m"}, ""},
+		{[]string{"--expire", "4s", "--grace", "1s"}, ""},
+		{[]string{"--expire", "4s", "--grace", "0"}, ""},
+		{[]string{"--expire", "1s"}, ""}, // the default grace shrinks to 250ms
+	} {
+		args := append([]string{"run", "k", "--redis", e.srv.URL}, tt.flags...)
+		r := run(t, append(args, "--", "true")...)
+		if tt.want == "" {
+			requireCode(t, r, 0)
+			require.Empty(t, r.stderr)
+			continue
+		}
+		requireCode(t, r, cli.ExitUsage)
+		requireOneErrorLine(t, r, tt.want)
+	}
+	require.Empty(t, e.holder(t, "k"), "a refused command line takes no lock")
 }
