@@ -127,7 +127,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	require.Contains(t, string(out), "-allow-origin")
 }
 
-func TestSIGTERMReleasesLeasesAndExitsCleanly(t *testing.T) {
+func TestSIGTERMDrainsTheClientsThenExitsCleanly(t *testing.T) {
 	rs := redistest.Start(t)
 	rdb := rs.Client(t)
 	cmd := command("--listen", "127.0.0.1:0", "--redis", rs.URL, "--token", token, "--log-format", "json")
@@ -161,17 +161,24 @@ func TestSIGTERMReleasesLeasesAndExitsCleanly(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ws.WriteJSON(map[string]any{"id": 1, "op": "lease", "keys": []string{"k"}}))
 	var reply struct {
-		OK     bool              `json:"ok"`
-		Result map[string]string `json:"result"`
+		OK     bool           `json:"ok"`
+		Result map[string]any `json:"result"`
+		Type   string         `json:"type"`
 	}
 	require.NoError(t, ws.ReadJSON(&reply))
 	require.True(t, reply.OK)
 	require.Equal(t, reply.Result["owner"], rdb.Get(context.Background(), "medusa_lock:k").Val())
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, ws.ReadJSON(&reply))
+	require.Equal(t, "going_away", reply.Type, "the client is told first")
+	require.Equal(t, int64(1), rdb.Exists(context.Background(), "medusa_lock:k").Val(), "nothing is freed before")
+	require.NoError(t, ws.WriteJSON(map[string]any{"id": 2, "op": "lease_release", "lease": "L1"}))
+	reply.Result = nil
+	require.NoError(t, ws.ReadJSON(&reply))
+	require.Equal(t, map[string]any{"released": true}, reply.Result, "the job releases its lease as usual")
 	_, _, err = ws.ReadMessage()
-	require.True(t, websocket.IsCloseError(err, websocket.CloseGoingAway), "want a 1001 close, got %v", err)
-	require.Zero(t, rdb.Exists(context.Background(), "medusa_lock:k").Val(), "the lease is released before the close")
+	require.True(t, websocket.IsCloseError(err, websocket.CloseGoingAway), "want a 1001 close once idle, got %v", err)
 	select {
 	case <-exited:
 		require.NoError(t, exitErr, "exit status; log: %s", stderr.String())
