@@ -113,7 +113,7 @@ func (t Token) validate() error {
 	case t.Secret == "":
 		return fmt.Errorf("%w: empty token", ErrBadToken)
 	case strings.ContainsAny(t.Secret, ":;, \t\r\n"):
-		return fmt.Errorf("%w: a token may not contain ':', ';', ',' or white space", ErrBadToken)
+		return fmt.Errorf("%w: a token may not contain ':', ';', ',' or white space (restrict a token with TOKEN;owner=PREFIX;keys=PREFIX)", ErrBadToken)
 	case strings.ContainsAny(t.OwnerPrefix+t.KeyPrefix, ";,\r\n"):
 		return fmt.Errorf("%w: a prefix may not contain ';', ',' or line breaks", ErrBadToken)
 	}
