@@ -157,7 +157,8 @@ func TestOneReleaseAllAtATime(t *testing.T) {
 	h := start(t, stallable(t))
 	c := h.dial(testToken)
 	c.warmUp()
-	unpause := h.pauseWrites()
+	c.ok(req{"id": 0, "op": "acquire", "keys": []string{"x"}, "owner": "o"})
+	unpause := h.pauseWrites() // release_all's SCAN goes on, its release script waits
 	c.send(req{"id": 1, "op": "release_all", "owner": "o"})
 	h.awaitHeldCommands(1)
 	c.fail(req{"id": 2, "op": "release_all", "owner": "p"}, "too_many_requests",
