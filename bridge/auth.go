@@ -36,7 +36,7 @@ func newAuthenticator(cfg Config) (*authenticator, error) {
 	}
 	if a.insecure {
 		for _, t := range a.tokens {
-			if t.OwnerPrefix != "" {
+			if t.Restricted() {
 				return nil, ErrInsecureRestricted
 			}
 		}

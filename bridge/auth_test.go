@@ -37,10 +37,15 @@ func TestUpgradeNeedsAValidToken(t *testing.T) {
 	c := h.dial(testToken)
 	require.Equal(t, bridge.Subprotocol, c.ws.Subprotocol())
 	w := c.welcome
-	require.Equal(t, 1, w.Version)
+	require.Equal(t, 2, w.Version)
 	require.Equal(t, namespace, w.Namespace)
 	require.Equal(t, "", w.OwnerPrefix)
-	require.Equal(t, map[string]int{"max_frame_bytes": 65536, "max_keys": 256, "max_in_flight": 256, "max_leases": 1024}, w.Limits)
+	require.Equal(t, "", w.KeyPrefix)
+	require.Regexp(t, "^[0-9a-f]{32}$", w.Session)
+	require.Equal(t, int64(60000), w.ResumeMS)
+	require.Equal(t, map[string]int{"interval_ms": 1000, "timeout_ms": 4000}, w.Heartbeat)
+	require.Equal(t, map[string]int{"max_frame_bytes": 65536, "max_keys": 256, "max_in_flight": 256, "max_leases": 1024,
+		"min_lease_expire": 2, "max_renewals_per_second": 1000}, w.Limits)
 	require.Equal(t, ownerPrefix, h.dial(restrictedToken).welcome.OwnerPrefix)
 	require.Equal(t, "6", h.metric(`locktui_bridge_rejected_upgrades_total{reason="unauthorized"}`))
 }
@@ -157,11 +162,16 @@ func TestParseToken(t *testing.T) {
 		err  bool
 	}{
 		{in: "s3cret", want: bridge.Token{Secret: "s3cret"}},
-		{in: "s3cret:svc-a:", want: bridge.Token{Secret: "s3cret", OwnerPrefix: "svc-a:"}},
-		{in: "s3cret:svc:a", want: bridge.Token{Secret: "s3cret", OwnerPrefix: "svc:a"}},
+		{in: "s3cret;owner=svc-a:", want: bridge.Token{Secret: "s3cret", OwnerPrefix: "svc-a:"}},
+		{in: "s3cret;owner=svc:a", want: bridge.Token{Secret: "s3cret", OwnerPrefix: "svc:a"}},
+		{in: "s3cret;keys=cart:", want: bridge.Token{Secret: "s3cret", KeyPrefix: "cart:"}},
+		{in: "s3cret;keys=cart:;owner=svc", want: bridge.Token{Secret: "s3cret", OwnerPrefix: "svc", KeyPrefix: "cart:"}},
 		{in: "", err: true},
-		{in: ":svc", err: true},
-		{in: "s3cret:", err: true},
+		{in: ";owner=svc", err: true},
+		{in: "s3cret;owner=", err: true},
+		{in: "s3cret;owner=a;owner=b", err: true},
+		{in: "s3cret;color=red", err: true},
+		{in: "s3cret:svc-a:", err: true}, // version 1's syntax
 		{in: "s3 cret", err: true},
 	} {
 		got, err := bridge.ParseToken(tc.in)
@@ -172,10 +182,10 @@ func TestParseToken(t *testing.T) {
 		require.NoError(t, err, "ParseToken(%q)", tc.in)
 		require.Equal(t, tc.want, got, "ParseToken(%q)", tc.in)
 	}
-	got, err := bridge.ParseTokenList(" a, b:svc-b: ,")
+	got, err := bridge.ParseTokenList(" a, b;owner=svc-b: ,")
 	require.NoError(t, err)
 	require.Equal(t, []bridge.Token{{Secret: "a"}, {Secret: "b", OwnerPrefix: "svc-b:"}}, got)
-	_, err = bridge.ParseTokenList("a,b:")
+	_, err = bridge.ParseTokenList("a,b;owner=")
 	require.True(t, errors.Is(err, bridge.ErrBadToken))
 
 	for _, tokens := range [][]bridge.Token{

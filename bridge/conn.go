@@ -6,14 +6,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/locktui/locktui/provider"
+	"golang.org/x/time/rate"
 )
 
 // Connection deadlines and buffers.
@@ -39,74 +38,83 @@ var (
 	errShuttingDown = errors.New("bridge: shutting down")
 	errCancelled    = errors.New("bridge: cancelled by the client")
 	errConnClosed   = errors.New("bridge: connection closed")
+	errResumed      = errors.New("bridge: session resumed on another connection")
 )
 
-// outFrame is one frame for the writer: a text message, or (closeCode != 0) a close frame after
-// which the writer stops.
+// frameKind says what the writer does with an outFrame.
+type frameKind int
+
+const (
+	textFrame  frameKind = iota
+	pongFrame            // answer to a WebSocket ping
+	closeFrame           // the last frame: the writer stops after it
+)
+
+// outFrame is one frame for the writer.
 type outFrame struct {
-	data      []byte
-	closeCode int
-	closeText string
+	kind frameKind
+	data []byte // text or pong payload
+	code int    // of a close frame
+	text string // of a close frame
 }
 
-// closeReason is why the reader stopped: a policy close to send (code != 0), and whether
-// gorilla already sent it.
+// closeReason is why the reader stopped: a policy close to send (code != 0).
 type closeReason struct {
 	code int
 	text string
-	sent bool
 	tag  string // metric label
 }
 
-// inflight is a request being served. cancel is set for the requests that wait (a queued
-// acquire, a lease) and ends that wait.
-type inflight struct {
-	cancel context.CancelCauseFunc
-}
-
-// leaseEntry is a lease held for this connection.
-type leaseEntry struct {
-	lease *provider.Lease
-	lost  bool // a renewal found it lost; lease_lost was pushed
-}
-
-// conn is one client connection: a reader (readPump, in run), a writer (writePump), one
-// goroutine per request in flight and one watcher per lease.
+// conn is one client connection: a reader (readPump, in run), a writer (writePump, the only
+// goroutine that writes to the socket), one goroutine per request in flight and one watcher per
+// lease.
 type conn struct {
 	s      *Server
 	ws     *websocket.Conn
 	token  Token
 	log    *slog.Logger
 	limits Limits
+	sess   *session
 
-	ctx    context.Context // parent of every request; ends with the connection
+	// ctx is the parent of the waits (a queued acquire, a lease); it ends with the connection.
+	// Other requests run to completion under the server's context.
+	ctx    context.Context
 	cancel context.CancelCauseFunc
 
 	out        chan outFrame
 	writerDone chan struct{} // closed when writePump returns
 	quit       chan struct{} // closed to stop writePump
 	quitOnce   sync.Once
+	answered   chan struct{} // closed once the ended connection's requests are all answered
+	releaseNow chan struct{} // closed when the client has said it holds none of the leases
+	nowOnce    sync.Once
+	changed    chan struct{} // signalled when a request or a lease ends (for the drain)
 	finished   chan struct{} // closed when run returns
 
-	requests  sync.WaitGroup // request goroutines
-	watchers  sync.WaitGroup // lease watchers
-	releasing sync.WaitGroup // lease releases of the ending connection, also those given up on
+	requests   sync.WaitGroup // request goroutines
+	watchers   sync.WaitGroup // lease watchers
+	background sync.WaitGroup // lease releases and their retries
 
 	mu            sync.Mutex
 	inflight      map[string]*inflight // by idKey, until the reply is queued
 	running       int                  // requests admitted whose reply is not queued yet
 	leases        map[string]*leaseEntry
-	leasesPending int // lease requests in flight, counted against MaxLeases
+	leasesPending int     // lease requests in flight, counted against MaxLeases
+	renewals      float64 // key renewals per second of the leases held and pending
 	nextLease     uint64
-	stopping      bool // the server shuts down: new requests get shutting_down
-	closing       bool // the connection ends: leases are released, none is added
+	releasingAll  bool      // a release_all runs
+	stopping      bool      // the server shuts down: new acquire and lease get shutting_down
+	closing       bool      // the connection ended: no lease is added
+	clean         bool      // the client said it holds none of the leases (close 1000, resume)
+	lastReceived  time.Time // when the last frame arrived
 
-	released   atomic.Int64 // leases released because the connection ended
-	unreleased atomic.Int64 // leases of the ending connection whose release has not finished
+	badFrames *rate.Limiter // reader only
+}
 
-	// Reader-only state: the budget of invalid frames.
-	badFrames float64
-	badAt     time.Time
+// inflight is a request being served. cancel is set for the requests that wait (a queued
+// acquire, a lease) and ends that wait.
+type inflight struct {
+	cancel context.CancelCauseFunc
 }
 
 func newConn(s *Server, ws *websocket.Conn, token Token, log *slog.Logger) *conn {
@@ -119,11 +127,16 @@ func newConn(s *Server, ws *websocket.Conn, token Token, log *slog.Logger) *conn
 		out:        make(chan outFrame, sendBuffer),
 		writerDone: make(chan struct{}),
 		quit:       make(chan struct{}),
+		answered:   make(chan struct{}),
+		releaseNow: make(chan struct{}),
+		changed:    make(chan struct{}, 1),
 		finished:   make(chan struct{}),
 		inflight:   map[string]*inflight{},
 		leases:     map[string]*leaseEntry{},
+		badFrames:  rate.NewLimiter(rate.Every(badFrameRefill), s.cfg.MaxBadFrames),
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.sess = s.sessions.open(c, token.Secret, c.limits.MaxInFlight)
 	return c
 }
 
@@ -131,8 +144,9 @@ func newConn(s *Server, ws *websocket.Conn, token Token, log *slog.Logger) *conn
 func (c *conn) run() {
 	defer c.s.forget(c)
 	defer close(c.finished)
-	c.log.Info("connection opened", "owner_prefix", c.token.OwnerPrefix)
-	c.out <- outFrame{data: c.s.welcome(c.token)} // first frame; the queue is empty
+	c.log.Info("connection opened", "owner_prefix", c.token.OwnerPrefix, "key_prefix", c.token.KeyPrefix)
+	c.touch()
+	c.out <- outFrame{data: c.s.welcome(c.token, c.sess.id)} // first frame; the queue is empty
 	go c.writePump()
 	reason := c.readPump()
 	if reason.code != 0 {
@@ -140,46 +154,64 @@ func (c *conn) run() {
 			c.s.metrics.policy.WithLabelValues(reason.tag).Inc()
 			c.log.Warn("closing a connection that broke the protocol", "code", reason.code, "reason", reason.text)
 		}
-		if !reason.sent {
-			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(reason.code, reason.text),
-				time.Now().Add(writeWait))
-		}
+		c.closeWith(reason.code, reason.text)
 		c.drain()
 	}
-	c.end(context.Background(), errConnClosed)
+	c.end()
 	c.stopWriter()
 	_ = c.ws.Close()
 	c.requests.Wait()
 	c.watchers.Wait()
-	c.releasing.Wait()
-	c.log.Info("connection closed", "leases_released", c.released.Load())
+	c.background.Wait()
+	c.log.Info("connection closed")
 }
 
-// readPump reads frames until the connection fails or breaks the protocol.
+// readPump reads frames until the connection fails, goes silent for ClientTimeout or breaks
+// the protocol.
 func (c *conn) readPump() closeReason {
-	c.ws.SetReadLimit(int64(c.limits.MaxFrameBytes))
-	c.extendDeadline()
-	c.ws.SetPongHandler(func(string) error { c.extendDeadline(); return nil })
-	answerPing := c.ws.PingHandler()
-	c.ws.SetPingHandler(func(data string) error { c.extendDeadline(); return answerPing(data) })
+	c.ws.SetCloseHandler(func(code int, _ string) error {
+		if code == websocket.CloseNormalClosure {
+			c.saidClean()
+		}
+		echo := code
+		if code == websocket.CloseNoStatusReceived {
+			echo = websocket.CloseNormalClosure
+		}
+		c.closeWith(echo, "")
+		return nil
+	})
+	c.ws.SetPingHandler(func(data string) error {
+		c.touch()
+		c.send(outFrame{kind: pongFrame, data: []byte(data)})
+		return nil
+	})
+	c.ws.SetPongHandler(func(string) error { c.touch(); return nil })
 	for {
 		typ, r, err := c.ws.NextReader()
-		var data []byte
-		if err == nil {
-			data, err = io.ReadAll(r)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				c.log.Info("connection silent for the client timeout; ending it", "timeout", c.s.cfg.ClientTimeout)
+			} else {
+				c.log.Debug("connection read ended", "error", err)
+			}
+			return closeReason{}
 		}
-		if errors.Is(err, websocket.ErrReadLimit) {
-			return closeReason{code: websocket.CloseMessageTooBig, sent: true, tag: closeReasonTooLarge,
-				text: "frame larger than max_frame_bytes"}
+		c.touch()
+		if typ == websocket.BinaryMessage {
+			return closeReason{code: websocket.CloseUnsupportedData, tag: closeReasonBinary,
+				text: "binary frames are not supported: send JSON text frames"}
 		}
+		// The frame limit is applied here rather than by the WebSocket library, so that the
+		// close frame goes through the writer like every other.
+		data, err := io.ReadAll(io.LimitReader(r, int64(c.limits.MaxFrameBytes)+1))
 		if err != nil {
 			c.log.Debug("connection read ended", "error", err)
 			return closeReason{}
 		}
-		c.extendDeadline()
-		if typ == websocket.BinaryMessage {
-			return closeReason{code: websocket.CloseUnsupportedData, tag: closeReasonBinary,
-				text: "binary frames are not supported: send JSON text frames"}
+		if len(data) > c.limits.MaxFrameBytes {
+			return closeReason{code: websocket.CloseMessageTooBig, tag: closeReasonTooLarge,
+				text: "frame larger than max_frame_bytes"}
 		}
 		keep, crashed := c.handleSafely(data)
 		if crashed {
@@ -190,6 +222,24 @@ func (c *conn) readPump() closeReason {
 				text: "too many invalid frames"}
 		}
 	}
+}
+
+// touch notes that a frame arrived: the client has another ClientTimeout to send the next one,
+// and the connection's leases are not freed before then.
+func (c *conn) touch() {
+	now := time.Now()
+	c.mu.Lock()
+	c.lastReceived = now
+	c.mu.Unlock()
+	_ = c.ws.SetReadDeadline(now.Add(c.s.cfg.ClientTimeout))
+}
+
+// saidClean records that the client holds none of the connection's leases.
+func (c *conn) saidClean() {
+	c.mu.Lock()
+	c.clean = true
+	c.mu.Unlock()
+	c.nowOnce.Do(func() { close(c.releaseNow) })
 }
 
 // internalErrorText is the reason of a 1011 close.
@@ -208,23 +258,17 @@ func (c *conn) handleSafely(data []byte) (keep, crashed bool) {
 
 // recoverInternal, deferred by the connection's request and watcher goroutines, turns a panic
 // (a bug in the bridge or in an Observer) into a 1011 close of this connection alone: its leases
-// are released as for any close, and the bridge and its other connections go on.
+// are freed as for any unclean end, and the bridge and its other connections go on.
 func (c *conn) recoverInternal() {
 	if r := recover(); r != nil {
 		c.logPanic(r)
-		_ = c.ws.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(websocket.CloseInternalServerErr, internalErrorText), time.Now().Add(writeWait))
-		_ = c.ws.Close()
+		c.closeWith(websocket.CloseInternalServerErr, internalErrorText)
+		time.AfterFunc(closeGrace, func() { _ = c.ws.NetConn().Close() })
 	}
 }
 
 func (c *conn) logPanic(r any) {
 	c.log.Error("internal error; closing the connection", "panic", r, "stack", string(debug.Stack()))
-}
-
-// extendDeadline gives the client another PongWait to send something (a pong or a frame).
-func (c *conn) extendDeadline() {
-	_ = c.ws.SetReadDeadline(time.Now().Add(c.s.cfg.PongWait))
 }
 
 // drain discards what the client still sends after a policy close until it closes its side or
@@ -236,32 +280,26 @@ func (c *conn) drain() {
 	_, _ = io.Copy(io.Discard, nc)
 }
 
-// writePump is the only writer of data frames and pings.
+// writePump is the only writer of the socket: text frames, pongs and the close frame.
 func (c *conn) writePump() {
-	ticker := time.NewTicker(c.s.cfg.PingPeriod)
-	defer func() {
-		ticker.Stop()
-		close(c.writerDone)
-	}()
+	defer close(c.writerDone)
 	for {
 		select {
 		case f := <-c.out:
-			if f.closeCode != 0 {
-				_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(f.closeCode, f.closeText),
-					time.Now().Add(writeWait))
-				return
-			}
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := c.ws.WriteMessage(websocket.TextMessage, f.data); err != nil {
+			var err error
+			switch f.kind {
+			case closeFrame:
+				_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(f.code, f.text))
+				return
+			case pongFrame:
+				err = c.ws.WriteMessage(websocket.PongMessage, f.data)
+			default:
+				err = c.ws.WriteMessage(websocket.TextMessage, f.data)
+			}
+			if err != nil {
 				c.log.Debug("write failed; dropping the connection", "error", err)
-				_ = c.ws.Close() // ends the reader too
-				return
-			}
-		case <-ticker.C:
-			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-			if err := c.ws.WriteMessage(websocket.PingMessage, nil); err != nil {
-				c.log.Debug("ping failed; dropping the connection", "error", err)
-				_ = c.ws.Close()
+				_ = c.ws.NetConn().Close() // ends the reader too
 				return
 			}
 		case <-c.quit:
@@ -283,6 +321,11 @@ func (c *conn) send(f outFrame) {
 	}
 }
 
+// closeWith queues a close frame: the writer sends it after the frames queued before and stops.
+func (c *conn) closeWith(code int, text string) {
+	c.send(outFrame{kind: closeFrame, code: code, text: text})
+}
+
 // sendJSON queues v as a text frame.
 func (c *conn) sendJSON(v any) {
 	data, err := json.Marshal(v)
@@ -293,26 +336,14 @@ func (c *conn) sendJSON(v any) {
 	c.send(outFrame{data: data})
 }
 
-// reply answers a request and counts it.
-func (c *conn) reply(op string, id json.RawMessage, result any, err *Error) {
-	label := resultOK
-	if err != nil {
-		label = string(err.Code)
-		c.sendJSON(errResponse(id, err))
-	} else {
-		c.sendJSON(okResponse(id, result))
-	}
-	c.s.metrics.requests.WithLabelValues(op, label).Inc()
-}
-
 // allowBadFrame charges one invalid frame to the connection's budget and reports whether the
 // connection may go on.
-func (c *conn) allowBadFrame() bool {
-	now := time.Now()
-	if !c.badAt.IsZero() {
-		c.badFrames = max(0, c.badFrames-float64(now.Sub(c.badAt))/float64(badFrameRefill))
+func (c *conn) allowBadFrame() bool { return c.badFrames.Allow() }
+
+// signalChange wakes a drain waiting for the connection to become idle.
+func (c *conn) signalChange() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
 	}
-	c.badAt = now
-	c.badFrames++
-	return c.badFrames <= float64(c.s.cfg.MaxBadFrames)
 }

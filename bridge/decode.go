@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,11 @@ const (
 	MaxSeconds = 1e9
 	// quoteLimit bounds how much of a client's text an error message quotes back.
 	quoteLimit = 64
+	// MaxClaimBytes bounds a claim.
+	MaxClaimBytes = 64
+	// MaxResumeIDs bounds the ids of one resume (a client has at most max_in_flight requests in
+	// flight; the hard bound keeps a hostile frame small whatever the limits).
+	MaxResumeIDs = 4096
 )
 
 // fieldSpec lists the fields an op takes besides id and op, and which of them are required.
@@ -28,13 +34,15 @@ type fieldSpec struct {
 }
 
 var opFields = map[Op]fieldSpec{
-	OpAcquire:      {allowed: []string{"keys", "owner", "expire", "await_queue", "timeout"}, required: []string{"keys"}},
+	OpAcquire:      {allowed: []string{"keys", "owner", "expire", "await_queue", "timeout", "claim"}, required: []string{"keys"}},
 	OpRelease:      {allowed: []string{"keys", "owner"}, required: []string{"keys"}},
 	OpReleaseAll:   {allowed: []string{"owner"}},
 	OpLease:        {allowed: []string{"keys", "timeout", "expire"}, required: []string{"keys"}},
 	OpLeaseRelease: {allowed: []string{"lease"}, required: []string{"lease"}},
 	OpCancel:       {allowed: []string{"target"}, required: []string{"target"}},
 	OpPing:         {},
+	OpResume:       {allowed: []string{"session", "ids"}, required: []string{"session", "ids"}},
+	OpSettle:       {allowed: []string{"keys", "owner", "claim"}, required: []string{"keys", "claim"}},
 }
 
 // DecodeRequest parses one text frame strictly: a JSON object with an id (string or number),
@@ -147,7 +155,57 @@ func (req *Request) decodeFields(fields map[string]json.RawMessage) *Error {
 			return err
 		}
 	}
+	if raw, ok := present("claim"); ok {
+		if json.Unmarshal(raw, &req.Claim) != nil || !validClaim(req.Claim) {
+			return newError(CodeBadRequest, fmt.Sprintf(`"claim" must be 1 to %d characters out of A-Z a-z 0-9 . _ -`, MaxClaimBytes))
+		}
+	}
+	if raw, ok := present("session"); ok {
+		if json.Unmarshal(raw, &req.Session) != nil || !validSession(req.Session) {
+			return newError(CodeBadRequest, `"session" must be a session id from a welcome message (32 hex digits)`)
+		}
+	}
+	if raw, ok := present("ids"); ok {
+		var items []json.RawMessage
+		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+			return newError(CodeBadRequest, `"ids" must be an array of request ids`)
+		}
+		if len(items) > MaxResumeIDs {
+			return newError(CodeBadRequest, fmt.Sprintf(`"ids" may name at most %d requests`, MaxResumeIDs))
+		}
+		for _, item := range items {
+			id, err := decodeID("ids", item)
+			if err != nil {
+				return err
+			}
+			req.IDs = append(req.IDs, id)
+		}
+	}
 	return nil
+}
+
+// validClaim reports whether s can be a claim: 1 to MaxClaimBytes of A-Z a-z 0-9 . _ -.
+func validClaim(s string) bool {
+	if s == "" || len(s) > MaxClaimBytes {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validSession reports whether s looks like a session id: sessionIDBytes*2 hex digits.
+func validSession(s string) bool {
+	if len(s) != 2*sessionIDBytes {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
 }
 
 // decodeID validates an id or cancel target: a JSON string or number. A string is re-encoded

@@ -136,6 +136,11 @@ type frame struct {
 	Namespace   string         `json:"namespace"`
 	Limits      map[string]int `json:"limits"`
 	OwnerPrefix string         `json:"owner_prefix"`
+	KeyPrefix   string         `json:"key_prefix"`
+	Session     string         `json:"session"`
+	ResumeMS    int64          `json:"resume_ms"`
+	Heartbeat   map[string]int `json:"heartbeat"`
+	DrainMS     int64          `json:"drain_ms"`
 }
 
 // client is a gorilla/websocket client of the bridge.
@@ -246,6 +251,19 @@ func (c *client) expectClose(code int) {
 		require.ErrorAs(c.t, err, &ce, "want close %d", code)
 		require.Equal(c.t, code, ce.Code, "close text: %s", ce.Text)
 		return
+	}
+}
+
+// expectEnd reads until the connection ends, with a close frame or without.
+func (c *client) expectEnd() {
+	c.t.Helper()
+	require.NoError(c.t, c.ws.SetReadDeadline(time.Now().Add(replyWait)))
+	for {
+		if _, _, err := c.ws.ReadMessage(); err != nil {
+			var ne net.Error
+			require.False(c.t, errors.As(err, &ne) && ne.Timeout(), "the connection did not end")
+			return
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package bridge_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -39,10 +38,10 @@ func TestLeaseIsRenewedBeyondItsExpire(t *testing.T) {
 	h := start(t, func(c *bridge.Config) { c.Observer = events })
 	c := h.dial(testToken)
 	taken := time.Now()
-	owner := c.ok(req{"id": 1, "op": "lease", "keys": []string{"k"}, "expire": 1})["owner"].(string)
-	// Renewals come every 333 ms; after four of them the 1 s lease would long have expired.
+	owner := c.ok(req{"id": 1, "op": "lease", "keys": []string{"k"}, "expire": 2})["owner"].(string)
+	// Renewals come every 667 ms; after four of them the 2 s lease would have expired.
 	require.Eventually(t, func() bool { return events.count(provider.EventRenewed, "k") >= 4 }, eventually, tick)
-	require.Greater(t, time.Since(taken), time.Second)
+	require.Greater(t, time.Since(taken), 2*time.Second)
 	require.Equal(t, owner, h.owner("k"))
 	require.Equal(t, req{"released": true}, c.ok(req{"id": 2, "op": "lease_release", "lease": "L1"}))
 	require.NotContains(t, []string{"", "0"}, h.metric(bridge.MetricRenewals))
@@ -67,30 +66,26 @@ func TestDroppedConnectionReleasesItsLeases(t *testing.T) {
 	}, eventually, tick)
 }
 
-func TestSilentConnectionIsDroppedAndItsLeasesReleased(t *testing.T) {
-	h := start(t, func(c *bridge.Config) { c.PingPeriod, c.PongWait = 50*time.Millisecond, 600*time.Millisecond })
+func TestSilentConnectionIsEndedButItsLeasesLastTheClientTimeout(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	h := start(t, func(c *bridge.Config) { c.ClientTimeout = timeout })
 	silent := h.dial(testToken)
-	silent.ok(req{"id": 1, "op": "lease", "keys": []string{"silent"}})
+	require.EqualValues(t, 100, silent.welcome.Heartbeat["interval_ms"])
+	require.EqualValues(t, 400, silent.welcome.Heartbeat["timeout_ms"])
 	alive := h.dial(testToken)
 	alive.ok(req{"id": 1, "op": "lease", "keys": []string{"alive"}})
+	sent := time.Now() // the silent client's last frame leaves after this
+	silent.ok(req{"id": 1, "op": "lease", "keys": []string{"silent"}})
 
-	// The live client keeps reading, so it answers pings; the silent one reads nothing more.
-	frames := make(chan []byte, 1)
-	go func() {
-		_ = alive.ws.SetReadDeadline(time.Now().Add(replyWait))
-		_, data, err := alive.ws.ReadMessage()
-		if err == nil {
-			frames <- data
-		}
-		close(frames)
-	}()
-	require.Eventually(t, func() bool { return h.owner("silent") == "" }, eventually, tick)
+	// The live client pings every quarter of the timeout; the silent one sends nothing more.
+	for id := 2; h.owner("silent") != ""; id++ {
+		alive.ok(req{"id": id, "op": "ping"})
+		time.Sleep(timeout / 4) // the heartbeat's own period, not a wait for a condition
+	}
+	require.GreaterOrEqual(t, time.Since(sent), timeout,
+		"a silent connection's leases are freed no earlier than the client timeout after its last frame")
 	require.NotEmpty(t, h.owner("alive"))
-	alive.send(req{"id": 2, "op": "ping"})
-	var f frame
-	require.NoError(t, json.Unmarshal(<-frames, &f))
-	require.True(t, f.OK)
-	require.JSONEq(t, "2", string(f.ID))
+	silent.expectEnd()
 }
 
 func TestLostLeaseIsPushed(t *testing.T) {
@@ -107,8 +102,9 @@ func TestLostLeaseIsPushed(t *testing.T) {
 	requireError(t, f, "lock_lost", `Lost the lock for key(s) "k2" while the job was still running: the lease expired before it could be renewed. Increase "expire" if the job is expected to run this long.`)
 	require.Equal(t, "conflict", f.Error.Type)
 
+	require.Eventually(t, func() bool { return h.owner("k1") == "" }, eventually, tick,
+		"the bridge frees the keys the lost lease still held")
 	require.Equal(t, req{"released": false}, c.ok(req{"id": 2, "op": "lease_release", "lease": lease}))
-	require.Empty(t, h.owner("k1"), "lease_release frees the keys the lease still held")
 	require.Equal(t, "1", h.metric(bridge.MetricLeasesLost))
 	require.Equal(t, "0", h.metric(bridge.MetricLeasesHeld))
 }

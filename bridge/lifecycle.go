@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -11,95 +10,126 @@ import (
 	"github.com/locktui/locktui/provider"
 )
 
-// end marks the connection closing, ends every request's context and releases every lease,
-// owner-checked, releaseWorkers at a time, each release waited for until ctx ends or
-// releaseTimeout passes. When ctx ends first, end returns at once: the releases not finished
-// (counted in c.unreleased) go on in the background, and run waits for them before the
-// connection is forgotten. A second call has nothing left to release.
-func (c *conn) end(ctx context.Context, cause error) {
+// end runs when the reader has stopped. It ends the connection's waits, waits for every
+// request to be answered (the session records their outcomes), then frees the leases: at once
+// when the client said it holds none of them (a close with 1000, a resume of its session),
+// otherwise ClientTimeout after the last frame the connection received. The client considers
+// them lost before that moment (see docs/bridge-protocol.md, Heartbeats), whatever happened to
+// the TCP connection. When the server's context ends first (a shutdown cut short), the leases
+// are left to expire with their TTL.
+func (c *conn) end() {
 	c.mu.Lock()
 	c.closing = true
-	leases := c.leases
-	c.leases = map[string]*leaseEntry{}
-	held := 0
-	for _, e := range leases {
-		if !e.lost {
-			held++
-		}
-	}
-	if len(leases) > 0 {
-		// Under c.mu, so that run (which marks the connection closing under c.mu too) cannot
-		// reach its wait for the releases before this one is counted.
-		c.releasing.Add(1)
-		c.unreleased.Add(int64(len(leases)))
-	}
+	last := c.lastReceived
 	c.mu.Unlock()
-	c.cancel(cause)
-	c.log.Debug("connection ending", "cause", cause, "leases", len(leases))
-	if len(leases) == 0 {
+	c.cancel(errConnClosed)
+	c.requests.Wait()
+	close(c.answered)
+	c.s.sessions.closed(c.sess)
+
+	c.mu.Lock()
+	n := len(c.leases)
+	c.mu.Unlock()
+	if n == 0 {
 		return
 	}
-	c.s.metrics.leasesHeld.Sub(float64(held))
-	all := make(chan struct{})
-	go func() {
-		defer c.releasing.Done()
-		defer close(all)
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, releaseWorkers)
-		for id, e := range leases {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				c.releaseLease(ctx, id, e.lease)
-			})
-		}
-		wg.Wait()
-	}()
+	wait := time.NewTimer(time.Until(last.Add(c.s.cfg.ClientTimeout)))
+	defer wait.Stop()
+	abandon := false
 	select {
-	case <-all:
-	case <-ctx.Done():
+	case <-c.releaseNow:
+	case <-wait.C:
+	case <-c.s.ctx.Done():
+		abandon = true
 	}
+	c.mu.Lock()
+	leases := c.leases
+	c.leases = map[string]*leaseEntry{}
+	c.mu.Unlock()
+	if abandon {
+		c.log.Warn("the bridge stopped before the leases of a closed connection could be freed; their keys expire with their TTL",
+			"leases", len(leases))
+		for _, e := range leases {
+			c.forgetLease(e)
+			e.lease.Abandon()
+		}
+		return
+	}
+	c.log.Debug("freeing the leases of a closed connection", "leases", len(leases))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, releaseWorkers)
+	for id, e := range leases {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c.forgetLease(e)
+			c.releaseLease(id, e.lease)
+		})
+	}
+	wg.Wait()
 }
 
-// releaseLease releases one lease of an ending connection, owner-checked. The caller has counted
-// it in c.unreleased. It waits until the release is done, ctx ends or releaseTimeout passes; a
-// release still running then goes on in the background (it stops the renewal in any case, and
-// the keys expire with their TTL if it never reaches Redis).
-func (c *conn) releaseLease(parent context.Context, id string, l *provider.Lease) {
-	log := c.log.With("lease", id, "keys", l.Keys(), "owner", l.Owner())
-	ctx, cancel := context.WithTimeout(parent, releaseTimeout)
-	done := make(chan struct{})
-	c.releasing.Go(func() {
-		defer cancel()
-		defer close(done)
-		_, err := l.Release(ctx)
-		c.unreleased.Add(-1)
-		if err != nil {
-			log.Warn("could not release a lease of a closed connection; its keys expire with their TTL", "error", err)
+// releaseLease releases a lease the connection no longer holds for its client, owner-checked,
+// retrying in the background after a Redis error until it succeeds, the lease's keys have
+// certainly expired or the server stops.
+func (c *conn) releaseLease(id string, l *provider.Lease) {
+	ctx, cancel := context.WithTimeout(c.s.ctx, releaseTimeout)
+	_, err := l.Release(ctx)
+	cancel()
+	if err == nil {
+		return
+	}
+	c.log.Warn("could not release a lease; retrying in the background", "lease", id, "keys", l.Keys(), "error", err)
+	c.background.Go(func() { c.retryRelease(id, l) })
+}
+
+// Retries of a failed lease release: from releaseRetryMin, doubling up to releaseRetryMax, until
+// releaseRetryFor after the lease's deadline (its keys have expired by then at the latest).
+const (
+	releaseRetryMin = 100 * time.Millisecond
+	releaseRetryMax = 5 * time.Second
+	releaseRetryFor = time.Minute
+)
+
+func (c *conn) retryRelease(id string, l *provider.Lease) {
+	defer c.recoverInternal()
+	giveUp := l.Deadline().Add(releaseRetryFor)
+	for delay := releaseRetryMin; ; delay = min(2*delay, releaseRetryMax) {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-c.s.ctx.Done():
+			t.Stop()
 			return
 		}
-		c.released.Add(1)
-	})
-	select {
-	case <-done:
-	case <-ctx.Done():
-		select {
-		case <-done: // at the same moment
-		default:
-			level := slog.LevelWarn
-			if parent.Err() != nil {
-				level = slog.LevelDebug // a shutdown cut short: Server.Shutdown reports the total
-			}
-			log.Log(context.Background(), level, "gave up waiting for the release of a lease of a closed connection; it goes on in the background, else its keys expire with their TTL",
-				"error", context.Cause(ctx))
+		ctx, cancel := context.WithTimeout(c.s.ctx, releaseTimeout)
+		_, err := l.Release(ctx)
+		cancel()
+		if err == nil {
+			c.log.Info("released a lease after retrying", "lease", id, "keys", l.Keys())
+			return
+		}
+		if time.Now().After(giveUp) {
+			c.log.Warn("gave up releasing a lease; its keys have expired with their TTL", "lease", id, "keys", l.Keys(), "error", err)
+			return
 		}
 	}
 }
 
-// goAway ends the connection for a shutdown: new requests are refused, waits in flight end with
-// shutting_down, leases are released, then a 1001 close follows the last reply. Every wait is
-// bounded by ctx.
-func (c *conn) goAway(ctx context.Context) {
+// takeOver ends the connection for a resume of its session by another connection: the client
+// holds none of its leases, which are freed at once, and its waits end.
+func (c *conn) takeOver() {
+	c.saidClean()
+	c.cancel(errResumed)
+	_ = c.ws.NetConn().Close()
+}
+
+// goAway drains the connection for a shutdown that must end by drainEnd: new acquire and lease
+// requests are refused, waits in flight end with shutting_down, the client is told with
+// going_away, and once the connection holds no lease and runs no request (or at drainEnd) it is
+// closed with 1001. Leases still held then are freed as for any close that the client did not
+// start (ClientTimeout after its last frame).
+func (c *conn) goAway(drainEnd time.Time) {
 	c.mu.Lock()
 	c.stopping = true
 	for _, r := range c.inflight {
@@ -108,32 +138,46 @@ func (c *conn) goAway(ctx context.Context) {
 		}
 	}
 	c.mu.Unlock()
-	answered := make(chan struct{})
-	go func() {
-		c.requests.Wait()
-		close(answered)
-	}()
-	select {
-	case <-answered:
-	case <-ctx.Done():
+	c.sendJSON(goingAway{Type: "going_away", DrainMS: max(0, time.Until(drainEnd).Milliseconds())})
+	timer := time.NewTimer(time.Until(drainEnd))
+	defer timer.Stop()
+	for !c.idle() {
+		select {
+		case <-c.changed:
+		case <-timer.C:
+			c.log.Info("drain over with leases or requests left", "leases", c.leaseCount())
+			c.closeAndCut()
+			return
+		case <-c.finished:
+			return
+		}
 	}
-	c.end(ctx, errShuttingDown)
-	select {
-	case c.out <- outFrame{closeCode: websocket.CloseGoingAway, closeText: "the bridge is shutting down"}:
-	case <-c.writerDone:
-	case <-ctx.Done():
-	}
-	grace := time.NewTimer(closeGrace)
-	defer grace.Stop()
+	c.closeAndCut()
+}
+
+// closeAndCut sends a 1001 close and cuts the socket if the client does not answer it within
+// closeGrace.
+func (c *conn) closeAndCut() {
+	c.closeWith(websocket.CloseGoingAway, "the bridge is shutting down")
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
 	select {
 	case <-c.finished:
-		return
-	case <-grace.C:
-	case <-ctx.Done():
+	case <-c.answered:
+	case <-t.C:
+		_ = c.ws.NetConn().Close()
 	}
-	_ = c.ws.Close() // the client did not answer the close: cut it
-	select {
-	case <-c.finished:
-	case <-ctx.Done():
-	}
+}
+
+// idle reports whether the connection holds no lease and runs no request.
+func (c *conn) idle() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.leases) == 0 && c.running == 0
+}
+
+func (c *conn) leaseCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.leases)
 }

@@ -21,19 +21,24 @@ const (
 	MetricLeasesLost   = "locktui_bridge_leases_lost_total"
 	MetricRejected     = "locktui_bridge_rejected_upgrades_total"
 	MetricClosedByRule = "locktui_bridge_policy_closes_total"
+	MetricExpireRaised = "locktui_bridge_lease_expire_raised_total"
 )
 
 // Label values.
 const (
-	resultOK            = "ok"      // requests_total result of a success
-	opInvalid           = "invalid" // requests_total op of a frame whose op could not be read
-	rejectUnauthorized  = "unauthorized"
-	rejectOrigin        = "origin"
-	rejectSubprotocol   = "subprotocol"
-	rejectShuttingDown  = "shutting_down"
-	closeReasonBinary   = "binary"
-	closeReasonFlood    = "flood"
-	closeReasonTooLarge = "too_large"
+	resultOK           = "ok"      // requests_total result of a success
+	opInvalid          = "invalid" // requests_total op of a frame whose op could not be read
+	rejectUnauthorized = "unauthorized"
+	rejectOrigin       = "origin"
+	rejectSubprotocol  = "subprotocol"
+	rejectShuttingDown = "shutting_down"
+	// rejectTooManyConnections and rejectTooManyForToken: --max-connections and
+	// --max-connections-per-token.
+	rejectTooManyConnections = "too_many_connections"
+	rejectTooManyForToken    = "too_many_connections_for_token"
+	closeReasonBinary        = "binary"
+	closeReasonFlood         = "flood"
+	closeReasonTooLarge      = "too_large"
 )
 
 // Histogram buckets: bucketsCount exponential buckets from the start value, ×bucketsFactor.
@@ -57,6 +62,8 @@ type metrics struct {
 	leasesLost  prometheus.Counter
 	rejected    *prometheus.CounterVec
 	policy      *prometheus.CounterVec
+	// expireRaised counts leases whose expire was raised to --min-lease-expire.
+	expireRaised prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -78,16 +85,18 @@ func newMetrics() *metrics {
 		renewals: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricRenewals,
 			Help: "Successful lease renewals, per key."}),
 		leasesLost: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricLeasesLost,
-			Help: "Leases lost because a key expired or changed owner before it was renewed."}),
+			Help: "Leases lost: a key expired or changed owner, no renewal was confirmed before the lease's deadline, or Redis restarted."}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRejected,
-			Help: "WebSocket upgrades refused, by reason (unauthorized, origin, subprotocol, shutting_down)."},
+			Help: "WebSocket upgrades refused, by reason (unauthorized, origin, subprotocol, shutting_down, too_many_connections, too_many_connections_for_token)."},
 			[]string{"reason"}),
 		policy: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricClosedByRule,
 			Help: "Connections closed by the bridge for breaking the protocol, by reason (binary, flood, too_large)."},
 			[]string{"reason"}),
+		expireRaised: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricExpireRaised,
+			Help: "Leases asked for with an expire below --min-lease-expire, which they got instead."}),
 	}
 	m.registry.MustRegister(m.connections, m.requests, m.acquireWait, m.leaseHold, m.leasesHeld,
-		m.renewals, m.leasesLost, m.rejected, m.policy,
+		m.renewals, m.leasesLost, m.rejected, m.policy, m.expireRaised,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -2,21 +2,13 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/locktui/locktui/provider"
-)
-
-// Lease defaults, as stock execute's.
-const (
-	defaultLeaseTimeout = provider.DefaultWaitLockingTimeout
-	defaultLeaseExpire  = provider.DefaultLeaseExpire
-	// leaseIDPrefix starts every lease id: "L1", "L2", … per connection.
-	leaseIDPrefix = "L"
 )
 
 // timedOutMessage is stock execute's timeout message, also given to a lease whose wait the
@@ -32,62 +24,89 @@ func (c *conn) handleFrame(frame []byte) bool {
 		if !errors.As(err, &perr) {
 			perr = newError(CodeBadRequest, err.Error())
 		}
-		op := opInvalid
-		if req.Op != "" {
-			op = string(req.Op)
-		}
-		c.reply(op, req.ID, nil, perr)
+		c.reply(req, nil, perr)
 		return c.allowBadFrame()
 	}
+	c.sess.received(req.ID)
 	if len(req.Keys) > c.limits.MaxKeys {
-		c.reply(string(req.Op), req.ID, nil, newError(CodeTooManyKeys,
+		c.reply(req, nil, newError(CodeTooManyKeys,
 			fmt.Sprintf("too many keys in one request: %d, the limit is %d", len(req.Keys), c.limits.MaxKeys)))
+		return true
+	}
+	if err := c.checkRequest(req); err != nil {
+		c.reply(req, nil, err)
 		return true
 	}
 	c.start(req)
 	return true
 }
 
+// immediate reports whether op is answered at once, outside the in-flight limit.
+func immediate(op Op) bool { return op == OpPing || op == OpCancel || op == OpResume }
+
+// isWait reports whether req waits for keys: it is cancellable, and ends with its connection.
+func isWait(req Request) bool { return req.Op == OpLease || (req.Op == OpAcquire && req.AwaitQueue) }
+
 // start admits a request and serves it: ping and cancel at once, every other op in a goroutine
 // of its own, within the connection's limits.
 func (c *conn) start(req Request) {
 	key := idKey(req.ID)
+	var renewals float64
+	if req.Op == OpLease {
+		renewals = leaseRenewals(req.Keys, c.leaseExpire(req.Expire))
+	}
 	c.mu.Lock()
 	var refuse *Error
 	switch {
-	case c.stopping:
-		refuse = newError(CodeShuttingDown, "the bridge is shutting down")
+	case c.stopping && (req.Op == OpAcquire || req.Op == OpLease):
+		refuse = newError(CodeShuttingDown, "the bridge is shutting down: nothing was done, send the request to the next bridge")
 	case c.inflight[key] != nil:
 		refuse = newError(CodeDuplicateID, fmt.Sprintf("id %s is already in flight on this connection", req.ID))
-	case req.Op == OpPing || req.Op == OpCancel:
+	case immediate(req.Op):
 	case c.running >= c.limits.MaxInFlight:
 		refuse = newError(CodeTooManyRequests,
 			fmt.Sprintf("too many requests in flight on this connection: the limit is %d", c.limits.MaxInFlight))
+	case req.Op == OpReleaseAll && c.releasingAll:
+		refuse = newError(CodeTooManyRequests, "a release_all is already running on this connection: wait for its reply")
 	case req.Op == OpLease && len(c.leases)+c.leasesPending >= c.limits.MaxLeases:
 		refuse = newError(CodeTooManyLeases,
 			fmt.Sprintf("too many leases on this connection: the limit is %d", c.limits.MaxLeases))
+	case req.Op == OpLease && c.renewals+renewals > float64(c.limits.MaxRenewalsPerSecond):
+		refuse = newError(CodeTooManyRenewals, fmt.Sprintf(
+			"the lease would renew %.0f keys per second on this connection, the limit is %d: use fewer keys per lease, a longer expire or fewer leases",
+			c.renewals+renewals, c.limits.MaxRenewalsPerSecond))
 	}
 	if refuse != nil || req.Op == OpPing || req.Op == OpCancel {
 		c.mu.Unlock()
 		switch {
 		case refuse != nil:
-			c.reply(string(req.Op), req.ID, nil, refuse)
+			c.reply(req, nil, refuse)
 		case req.Op == OpPing:
-			c.reply(string(req.Op), req.ID, emptyResult{}, nil)
+			c.reply(req, c.pingResult(), nil)
 		default:
-			c.reply(string(req.Op), req.ID, cancelledResult{Cancelled: c.cancelRequest(req.Target)}, nil)
+			c.reply(req, cancelledResult{Cancelled: c.cancelRequest(req.Target)}, nil)
 		}
 		return
 	}
-	ctx, cancel := context.WithCancelCause(c.ctx)
+	parent := c.s.ctx // runs to completion, even after the connection ended
+	if isWait(req) {
+		parent = c.ctx
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	entry := &inflight{}
-	if req.Op == OpLease || (req.Op == OpAcquire && req.AwaitQueue) {
+	if isWait(req) {
 		entry.cancel = cancel
 	}
 	c.inflight[key] = entry
-	c.running++
-	if req.Op == OpLease {
+	if !immediate(req.Op) {
+		c.running++
+	}
+	switch req.Op {
+	case OpLease:
 		c.leasesPending++
+		c.renewals += renewals
+	case OpReleaseAll:
+		c.releasingAll = true
 	}
 	c.requests.Add(1)
 	c.mu.Unlock()
@@ -95,17 +114,80 @@ func (c *conn) start(req Request) {
 		defer c.requests.Done()
 		defer c.recoverInternal()
 		defer cancel(nil)
-		result, err := c.do(ctx, req)
+		result, err := c.do(ctx, req, renewals)
 		c.mu.Lock()
 		delete(c.inflight, key) // before the reply: the client may reuse the id once answered
+		if req.Op == OpReleaseAll {
+			c.releasingAll = false
+		}
 		c.mu.Unlock()
-		c.reply(string(req.Op), req.ID, result, err)
+		c.finish(ctx, req, result, err)
 		// Only now is the slot free: a client that does not read its replies cannot pile up
 		// goroutines waiting for the writer.
-		c.mu.Lock()
-		c.running--
-		c.mu.Unlock()
+		if !immediate(req.Op) {
+			c.mu.Lock()
+			c.running--
+			c.mu.Unlock()
+			c.signalChange()
+		}
 	}()
+}
+
+// finish records the outcome of a request in the session and sends its reply.
+func (c *conn) finish(ctx context.Context, req Request, result any, err *Error) {
+	body := c.reply(req, result, err)
+	if req.Op == OpResume {
+		return
+	}
+	r := record{state: stateReplied, reply: body, lease: req.Op == OpLease && err == nil}
+	if isWait(req) && err != nil && endedByConnection(ctx) &&
+		(err.Code == CodeNotAcquired || err.Code == CodeTimedOut || err.Code == CodeShuttingDown) {
+		r = record{state: stateCancelled} // the wait was given back, claim-checked
+	}
+	c.sess.remember(idKey(req.ID), r)
+}
+
+// endedByConnection reports whether ctx ended because its connection did.
+func endedByConnection(ctx context.Context) bool {
+	cause := context.Cause(ctx)
+	return errors.Is(cause, errConnClosed) || errors.Is(cause, errResumed)
+}
+
+// replyBody is a response without its id.
+type replyBody struct {
+	OK     bool       `json:"ok"`
+	Result any        `json:"result,omitempty"`
+	Error  *errorBody `json:"error,omitempty"`
+}
+
+// reply answers a request, counts it and returns the reply's body (without the id).
+func (c *conn) reply(req Request, result any, err *Error) json.RawMessage {
+	op, label := string(req.Op), resultOK
+	if op == "" {
+		op = opInvalid
+	}
+	b := replyBody{OK: err == nil, Result: result}
+	if err != nil {
+		label = string(err.Code)
+		b.Error = err.body()
+	}
+	c.s.metrics.requests.WithLabelValues(op, label).Inc()
+	body, merr := json.Marshal(b)
+	if merr != nil { // cannot happen with the protocol's types
+		c.log.Error("encode a reply", "error", merr)
+		return nil
+	}
+	id := req.ID
+	if id == nil {
+		id = nullID
+	}
+	frame := make([]byte, 0, len(body)+len(id)+8)
+	frame = append(frame, `{"id":`...)
+	frame = append(frame, id...)
+	frame = append(frame, ',')
+	frame = append(frame, body[1:]...)
+	c.send(outFrame{data: frame})
+	return body
 }
 
 // cancelRequest ends the wait of an in-flight acquire or lease; other requests finish on their
@@ -122,47 +204,43 @@ func (c *conn) cancelRequest(target []byte) bool {
 }
 
 // do runs one op.
-func (c *conn) do(ctx context.Context, req Request) (any, *Error) {
+func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Error) {
 	switch req.Op {
 	case OpAcquire:
 		return c.acquire(ctx, req)
 	case OpRelease:
-		if err := c.checkOwner(req.Owner); err != nil {
-			return nil, err
-		}
 		released, err := c.s.prov.Release(ctx, req.Keys, req.Owner)
 		return releasedResult{Released: released}, mapError(ctx, err)
 	case OpReleaseAll:
-		if err := c.checkOwner(req.Owner); err != nil {
-			return nil, err
-		}
 		n, err := c.s.prov.ReleaseAll(ctx, req.Owner)
 		return countResult{Count: n}, mapError(ctx, err)
+	case OpSettle:
+		held, err := c.s.prov.Settle(ctx, req.Keys, req.Owner, req.Claim)
+		return settleResult{Held: held}, mapError(ctx, err)
 	case OpLease:
-		return c.lease(ctx, req)
+		return c.lease(ctx, req, renewals)
 	case OpLeaseRelease:
 		return c.leaseRelease(ctx, req.Lease)
+	case OpResume:
+		return c.resume(ctx, req.Session, req.IDs), nil
 	default: // DecodeRequest admits no other op
 		return nil, newError(CodeUnknownOp, "unknown op "+quote(string(req.Op)))
 	}
 }
 
 func (c *conn) acquire(ctx context.Context, req Request) (any, *Error) {
-	if err := c.checkOwner(req.Owner); err != nil {
-		return nil, err
-	}
 	if req.AwaitQueue && req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
 	err := c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
-		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue})
+		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
 	if err == nil {
-		return emptyResult{}, c.giveBackIfClosing(ctx, req)
+		return emptyResult{}, nil
 	}
 	if req.AwaitQueue && ctx.Err() != nil && isContextError(ctx, err) && !errors.Is(err, provider.ErrNotAcquired) &&
-		!errors.Is(context.Cause(ctx), errShuttingDown) {
+		!errors.Is(err, provider.ErrOutcomeUnknown) && !errors.Is(context.Cause(ctx), errShuttingDown) {
 		// The wait ended while a Redis call was in flight, and the provider reported that call's
 		// context error instead of its conflict: answer as for any ended wait, naming the first
 		// key in the order the provider takes them. Any other error (a reply error such as
@@ -179,128 +257,33 @@ func isContextError(ctx context.Context, err error) bool {
 		errors.Is(err, context.Cause(ctx))
 }
 
-// giveBackIfClosing handles an acquire that succeeded as its connection ended, so that its reply
-// may never reach the client. A lock of the anonymous owner "*" is then given back,
-// owner-checked, and the request fails: "*" is never re-entrant, so its success means that every
-// key was free and is held by this request alone; left alone, a "*" lock without expiry would
-// stay forever. A named owner may have held the keys before (a re-entry): its locks are kept,
-// and it reclaims them with release or release_all.
-func (c *conn) giveBackIfClosing(ctx context.Context, req Request) *Error {
-	if req.Owner != "" && req.Owner != provider.DefaultOwner {
-		return nil
-	}
-	c.mu.Lock()
-	closing := c.closing
-	c.mu.Unlock()
-	if !closing {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	if _, err := c.s.prov.Release(ctx, req.Keys, provider.DefaultOwner); err != nil {
-		c.log.Warn("could not give back a lock acquired as its connection closed; it stays until released",
-			"keys", req.Keys, "owner", provider.DefaultOwner, "error", err)
-	}
-	return newError(CodeShuttingDown, "the connection is closing: the lock was given back")
-}
-
 // notAcquiredMessage is stock Medusa's message for a key that could not be acquired.
 func notAcquiredMessage(key string) string { return `Failed to acquire lock for key "` + key + `"` }
 
-func (c *conn) lease(ctx context.Context, req Request) (any, *Error) {
-	opts := provider.LeaseOptions{Timeout: req.Timeout, Expire: req.Expire}
-	if opts.Timeout == 0 {
-		opts.Timeout = defaultLeaseTimeout
-	}
-	if opts.Expire == 0 {
-		opts.Expire = defaultLeaseExpire
-	}
-	l, err := c.s.prov.AcquireLease(ctx, req.Keys, opts)
-	c.mu.Lock()
-	c.leasesPending--
-	if err != nil {
-		c.mu.Unlock()
-		// A wait the client cancelled comes back as the cancellation cause rather than the
-		// provider's conflict: it is stock's timeout. A real timeout is already a conflict
-		// (ErrTimedOut); any other error, a dial timeout included, is Redis's.
-		if errors.Is(context.Cause(ctx), errCancelled) {
-			return nil, newError(CodeTimedOut, timedOutMessage)
+// checkRequest enforces the token's owner and key prefixes on every op that names them.
+func (c *conn) checkRequest(req Request) *Error {
+	switch req.Op {
+	case OpAcquire, OpRelease, OpReleaseAll, OpSettle:
+		if err := c.checkOwner(req.Owner); err != nil {
+			return err
 		}
-		return nil, mapError(ctx, err)
 	}
-	if c.closing { // the connection ended while the lease was being taken
-		c.unreleased.Add(1)
-		c.mu.Unlock()
-		c.releaseLease(context.WithoutCancel(ctx), "", l)
-		return nil, newError(CodeShuttingDown, "the connection is closing")
+	prefix := c.token.KeyPrefix
+	if prefix == "" {
+		return nil
 	}
-	c.nextLease++
-	id := leaseIDPrefix + strconv.FormatUint(c.nextLease, 10)
-	entry := &leaseEntry{lease: l}
-	c.leases[id] = entry
-	c.watchers.Add(1)
-	c.mu.Unlock()
-	c.s.metrics.leasesHeld.Inc()
-	go c.watch(id, entry)
-	return leaseResult{Lease: id, Owner: l.Owner()}, nil
-}
-
-// watch pushes lease_lost as soon as the provider finds the lease lost. The lease stays on the
-// connection (its remaining keys are released by lease_release or when the connection ends).
-func (c *conn) watch(id string, e *leaseEntry) {
-	defer c.watchers.Done()
-	defer c.recoverInternal()
-	<-e.lease.Done()
-	lost := e.lease.Err()
-	if lost == nil {
-		return // released
+	if req.Op == OpReleaseAll {
+		return newError(CodeKeyForbidden, fmt.Sprintf(
+			"release_all is not allowed for a token restricted to keys starting with %s: it would release keys outside the prefix; release the keys by name",
+			quote(prefix)))
 	}
-	c.mu.Lock()
-	current := c.leases[id]
-	report := current == e && !e.lost
-	if report {
-		e.lost = true
+	for _, k := range req.Keys {
+		if !strings.HasPrefix(k, prefix) {
+			return newError(CodeKeyForbidden, fmt.Sprintf("key %s is not allowed for this token: keys must start with %s",
+				quote(k), quote(prefix)))
+		}
 	}
-	c.mu.Unlock()
-	if !report {
-		return
-	}
-	c.s.metrics.leasesHeld.Dec()
-	c.s.metrics.leasesLost.Inc()
-	keys := e.lease.Keys()
-	var ce *provider.ConflictError
-	if errors.As(lost, &ce) && len(ce.Keys) > 0 {
-		keys = ce.Keys
-	}
-	c.log.Warn("lease lost", "lease", id, "keys", keys, "owner", e.lease.Owner())
-	c.sendJSON(leaseLost{Type: "lease_lost", Lease: id, Keys: keys, Error: newError(CodeLockLost, lost.Error()).body()})
-}
-
-// leaseRelease releases a lease of this connection. The lease stays on the connection until its
-// release succeeds: after a Redis error (the renewal has stopped) the client may retry, and the
-// connection's end retries too.
-func (c *conn) leaseRelease(ctx context.Context, id string) (any, *Error) {
-	c.mu.Lock()
-	e := c.leases[id]
-	c.mu.Unlock()
-	if e == nil {
-		return nil, newError(CodeUnknownLease, fmt.Sprintf("no lease %s on this connection", quote(id)))
-	}
-	released, err := e.lease.Release(ctx)
-	if err != nil {
-		return nil, mapError(ctx, err)
-	}
-	c.mu.Lock()
-	wasLost := e.lost
-	forget := c.leases[id] == e // else a concurrent lease_release or the connection's end took it
-	if forget {
-		delete(c.leases, id)
-	}
-	c.mu.Unlock()
-	if forget && !wasLost {
-		c.s.metrics.leasesHeld.Dec()
-	}
-	return releasedResult{Released: released && !wasLost}, nil
+	return nil
 }
 
 // checkOwner enforces the token's owner prefix; "" stands for the anonymous owner "*".
@@ -324,8 +307,10 @@ func mapError(ctx context.Context, err error) *Error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, provider.ErrOutcomeUnknown):
+		return newError(CodeOutcomeUnknown, err.Error())
 	case errors.Is(context.Cause(ctx), errShuttingDown):
-		return newError(CodeShuttingDown, "the bridge is shutting down")
+		return newError(CodeShuttingDown, "the bridge is shutting down: the wait was ended and nothing was left behind")
 	case errors.Is(err, provider.ErrNotAcquired):
 		return newError(CodeNotAcquired, err.Error())
 	case errors.Is(err, provider.ErrTimedOut):

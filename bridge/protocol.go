@@ -6,16 +6,16 @@ import (
 )
 
 // ProtocolVersion is the version of docs/bridge-protocol.md this package speaks.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
-// Subprotocol is the WebSocket subprotocol of version 1. Clients may offer it; a client that
+// Subprotocol is the WebSocket subprotocol of version 2. Clients may offer it; a client that
 // offers subprotocols without it is refused.
-const Subprotocol = "locktui-bridge.v1"
+const Subprotocol = "locktui-bridge.v2"
 
 // Op names a request operation.
 type Op string
 
-// The operations of protocol version 1.
+// The operations of protocol version 2.
 const (
 	OpAcquire      Op = "acquire"
 	OpRelease      Op = "release"
@@ -24,6 +24,8 @@ const (
 	OpLeaseRelease Op = "lease_release"
 	OpCancel       Op = "cancel"
 	OpPing         Op = "ping"
+	OpResume       Op = "resume"
+	OpSettle       Op = "settle"
 )
 
 // Code is the machine-readable error code of an error reply or event.
@@ -41,8 +43,11 @@ const (
 	CodeTooManyKeys     Code = "too_many_keys"
 	CodeTooManyRequests Code = "too_many_requests"
 	CodeTooManyLeases   Code = "too_many_leases"
+	CodeTooManyRenewals Code = "too_many_renewals"
 	CodeOwnerForbidden  Code = "owner_forbidden"
+	CodeKeyForbidden    Code = "key_forbidden"
 	CodeRedisError      Code = "redis_error"
+	CodeOutcomeUnknown  Code = "outcome_unknown"
 	CodeShuttingDown    Code = "shutting_down"
 )
 
@@ -54,9 +59,9 @@ func (c Code) Type() string {
 		return "conflict"
 	case CodeUnknownLease:
 		return "not_found"
-	case CodeTooManyRequests, CodeTooManyLeases, CodeOwnerForbidden:
+	case CodeTooManyRequests, CodeTooManyLeases, CodeTooManyRenewals, CodeOwnerForbidden, CodeKeyForbidden:
 		return "not_allowed"
-	case CodeRedisError, CodeShuttingDown:
+	case CodeRedisError, CodeOutcomeUnknown, CodeShuttingDown:
 		return "unexpected_state"
 	default:
 		return "invalid_data"
@@ -110,6 +115,13 @@ type Request struct {
 	Lease string
 	// Target is the id of the request a cancel is about.
 	Target json.RawMessage
+	// Claim identifies an acquire in the holder records of its locks (acquire, settle); "" when
+	// absent.
+	Claim string
+	// Session is the session a resume asks about.
+	Session string
+	// IDs are the ids a resume asks about, as sent.
+	IDs []json.RawMessage
 }
 
 // response is a reply to one request.
@@ -130,12 +142,43 @@ type (
 		Count int `json:"count"`
 	}
 	leaseResult struct {
-		Lease string `json:"lease"`
-		Owner string `json:"owner"`
+		Lease   string `json:"lease"`
+		Owner   string `json:"owner"`
+		ValidMS int64  `json:"valid_ms"`
 	}
 	cancelledResult struct {
 		Cancelled bool `json:"cancelled"`
 	}
+	pingResult struct {
+		// Leases maps every lease of the connection still held to its validity in ms.
+		Leases map[string]int64 `json:"leases"`
+	}
+	settleResult struct {
+		Held bool `json:"held"`
+	}
+	resumeResult struct {
+		Known    bool      `json:"known"`
+		Outcomes []outcome `json:"outcomes,omitempty"`
+	}
+)
+
+// outcome is what became of one request of a resumed session.
+type outcome struct {
+	ID    json.RawMessage `json:"id"`
+	State outcomeState    `json:"state"`
+	// Reply is the request's reply without its id, when State is replied.
+	Reply json.RawMessage `json:"reply,omitempty"`
+}
+
+// outcomeState is the state of a request of a resumed session.
+type outcomeState string
+
+// The states of a resumed request (see docs/bridge-protocol.md, Reconnecting).
+const (
+	stateReplied     outcomeState = "replied"
+	stateCancelled   outcomeState = "cancelled"
+	stateNotReceived outcomeState = "not_received"
+	stateUnknown     outcomeState = "unknown"
 )
 
 // Limits are the per-connection limits announced in the welcome message.
@@ -148,23 +191,43 @@ type Limits struct {
 	MaxInFlight int `json:"max_in_flight"`
 	// MaxLeases is the most leases a connection may hold.
 	MaxLeases int `json:"max_leases"`
+	// MinLeaseExpire is the shortest lease, in whole seconds: a lease asked for less gets it.
+	MinLeaseExpire int `json:"min_lease_expire"`
+	// MaxRenewalsPerSecond caps the key renewals per second of all the leases of a connection.
+	MaxRenewalsPerSecond int `json:"max_renewals_per_second"`
+}
+
+// heartbeat is the heartbeat rule of the welcome message.
+type heartbeat struct {
+	IntervalMS int64 `json:"interval_ms"`
+	TimeoutMS  int64 `json:"timeout_ms"`
 }
 
 // welcome is the first message on every connection.
 type welcome struct {
-	Type        string `json:"type"`
-	Version     int    `json:"version"`
-	Namespace   string `json:"namespace"`
-	Limits      Limits `json:"limits"`
-	OwnerPrefix string `json:"owner_prefix"`
+	Type        string    `json:"type"`
+	Version     int       `json:"version"`
+	Namespace   string    `json:"namespace"`
+	Session     string    `json:"session"`
+	ResumeMS    int64     `json:"resume_ms"`
+	Heartbeat   heartbeat `json:"heartbeat"`
+	Limits      Limits    `json:"limits"`
+	OwnerPrefix string    `json:"owner_prefix"`
+	KeyPrefix   string    `json:"key_prefix"`
 }
 
-// leaseLost is the event pushed when a renewal finds a lease lost.
+// leaseLost is the event pushed when a lease is lost.
 type leaseLost struct {
 	Type  string     `json:"type"`
 	Lease string     `json:"lease"`
 	Keys  []string   `json:"keys"`
 	Error *errorBody `json:"error"`
+}
+
+// goingAway is the event that starts the drain of a connection on shutdown.
+type goingAway struct {
+	Type    string `json:"type"`
+	DrainMS int64  `json:"drain_ms"`
 }
 
 // nullID is the id of replies to frames whose id could not be read.

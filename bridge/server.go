@@ -44,9 +44,18 @@ type Server struct {
 	upgrader websocket.Upgrader
 	mux      *http.ServeMux
 
+	sessions *sessions
+
+	// ctx is the parent of the requests that outlive their connection and of lease releases;
+	// it ends when a shutdown is cut short.
+	ctx      context.Context
+	hardStop context.CancelFunc
+
 	mu       sync.Mutex
 	http     *http.Server // set by Serve
 	conns    map[*conn]struct{}
+	perToken map[string]int // open and upgrading connections by token secret
+	open     int            // open and upgrading connections
 	nextConn uint64
 	stopping bool
 	wg       sync.WaitGroup // one per live connection
@@ -64,12 +73,15 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		auth:    auth,
-		metrics: newMetrics(),
-		conns:   map[*conn]struct{}{},
+		cfg:      cfg,
+		log:      cfg.Logger,
+		auth:     auth,
+		metrics:  newMetrics(),
+		sessions: &sessions{window: cfg.ResumeWindow, byID: map[string]*session{}},
+		conns:    map[*conn]struct{}{},
+		perToken: map[string]int{},
 	}
+	s.ctx, s.hardStop = context.WithCancel(context.Background())
 	obs := observers{s.metrics}
 	if cfg.Observer != nil {
 		obs = append(obs, cfg.Observer)
@@ -131,12 +143,16 @@ func (s *Server) Serve(l net.Listener) error {
 	return nil
 }
 
-// Shutdown stops the bridge gracefully: it stops accepting connections, answers new requests
-// with shutting_down, ends the waits in flight, releases every lease (owner-checked), then
-// closes every connection with 1001. Shutdown returns once ctx is done even if that work is not:
-// it then cuts the remaining connections, logs what was left and returns an error wrapping
-// ctx's error. The releases left go on in the background until they finish or the Redis client
-// is closed; keys never released expire with their TTL. Shutdown does not close Config.Client.
+// Shutdown stops the bridge gracefully (see docs/bridge-protocol.md, Shutdown): it stops
+// accepting connections and drains every connection: new acquire and lease requests are refused
+// with shutting_down, waits in flight end, each client is told with going_away, and a
+// connection is closed with 1001 once it holds no lease and runs no request, or when the drain
+// ends, ClientTimeout plus a second before ctx's deadline (30 s after the call without one).
+// Leases still held then are freed ClientTimeout after their client's last frame, when it has
+// certainly stopped believing. Shutdown returns once every connection is done, or when ctx is
+// done: it then cuts the remaining connections, stops renewing their leases (their keys expire
+// with their TTL; nothing is deleted before its holder stopped believing), logs what was left and
+// returns an error wrapping ctx's error. Shutdown does not close Config.Client.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopping = true
@@ -152,11 +168,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("bridge: stop HTTP server: %w", err))
 		}
 	}
-	var wg sync.WaitGroup
-	for _, c := range conns {
-		wg.Go(func() { c.goAway(ctx) }) // returns once ctx is done
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(defaultDrain)
 	}
-	wg.Wait()
+	drainEnd := deadline.Add(-s.cfg.ClientTimeout - closeGrace)
+	for _, c := range conns {
+		go c.goAway(drainEnd)
+	}
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()
@@ -166,19 +185,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		s.mu.Lock()
-		open, unreleased := len(s.conns), 0
+		open, leases := len(s.conns), 0
 		for c := range s.conns {
-			_ = c.ws.Close()
-			unreleased += int(c.unreleased.Load())
+			leases += c.leaseCount()
 		}
 		s.mu.Unlock()
-		s.log.Warn("shutdown cut short: leases not released yet are released in the background until the process exits, else their keys expire with their TTL",
-			"connections_open", open, "leases_unreleased", unreleased, "error", ctx.Err())
-		errs = append(errs, fmt.Errorf("bridge: shutdown cut short (%d connection(s) still closing, %d lease(s) not released yet): %w",
-			open, unreleased, ctx.Err()))
+		s.hardStop()
+		for _, c := range conns {
+			_ = c.ws.NetConn().Close()
+		}
+		s.log.Warn("shutdown cut short: the leases left stop being renewed and their keys expire with their TTL",
+			"connections_open", open, "leases_left", leases, "error", ctx.Err())
+		errs = append(errs, fmt.Errorf("bridge: shutdown cut short (%d connection(s) still open, %d lease(s) left to expire): %w",
+			open, leases, ctx.Err()))
+		<-done
 	}
+	s.hardStop()
 	return errors.Join(errs...)
 }
+
+// defaultDrain bounds a shutdown whose context has no deadline.
+const defaultDrain = 30 * time.Second
 
 func (s *Server) isStopping() bool {
 	s.mu.Lock()
@@ -195,7 +222,8 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.cfg.Client.Ping(ctx).Err(); err != nil {
-		http.Error(w, "redis: "+err.Error(), http.StatusServiceUnavailable)
+		s.log.Warn("not ready: Redis does not answer PING", "error", err)
+		http.Error(w, "redis: not reachable", http.StatusServiceUnavailable)
 		return
 	}
 	fmt.Fprintln(w, "ok")
@@ -225,14 +253,22 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, rejectSubprotocol, http.StatusBadRequest, "unsupported subprotocol: this bridge speaks "+Subprotocol)
 		return
 	}
+	if reason, msg := s.admit(token.Secret); reason != "" {
+		log.Warn("refused a connection over the limit", "reason", reason)
+		w.Header().Set("Retry-After", "1")
+		s.reject(w, reason, http.StatusServiceUnavailable, msg)
+		return
+	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		s.leave(token.Secret)
 		log.Debug("WebSocket upgrade failed", "error", err)
 		return
 	}
 	s.mu.Lock()
 	if s.stopping {
 		s.mu.Unlock()
+		s.leave(token.Secret)
 		_ = ws.WriteControl(websocket.CloseMessage,
 			websocket.FormatCloseMessage(websocket.CloseGoingAway, "the bridge is shutting down"), time.Now().Add(writeWait))
 		_ = ws.Close()
@@ -252,17 +288,47 @@ func (s *Server) reject(w http.ResponseWriter, reason string, status int, msg st
 	http.Error(w, msg, status)
 }
 
+// admit counts a connection about to be upgraded against the limits; a non-empty reason says
+// which one refuses it.
+func (s *Server) admit(secret string) (reason, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.open >= s.cfg.MaxConnections:
+		return rejectTooManyConnections, fmt.Sprintf("the bridge has %d connections, its limit (--max-connections): retry later", s.cfg.MaxConnections)
+	case s.perToken[secret] >= s.cfg.MaxConnectionsPerToken:
+		return rejectTooManyForToken, fmt.Sprintf("this token has %d connections, its limit (--max-connections-per-token): retry later", s.cfg.MaxConnectionsPerToken)
+	}
+	s.open++
+	s.perToken[secret]++
+	return "", ""
+}
+
+// leave undoes admit.
+func (s *Server) leave(secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.open--
+	if s.perToken[secret]--; s.perToken[secret] <= 0 {
+		delete(s.perToken, secret)
+	}
+}
+
 // forget removes a finished connection.
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
+	s.leave(c.token.Secret)
 	s.metrics.connections.Dec()
 	s.wg.Done()
 }
 
-func (s *Server) welcome(token Token) []byte {
+func (s *Server) welcome(token Token, session string) []byte {
+	timeout := s.cfg.ClientTimeout
 	data, _ := json.Marshal(welcome{Type: "welcome", Version: ProtocolVersion, Namespace: s.cfg.Namespace,
-		Limits: s.cfg.Limits, OwnerPrefix: token.OwnerPrefix})
+		Session: session, ResumeMS: s.cfg.ResumeWindow.Milliseconds(),
+		Heartbeat: heartbeat{IntervalMS: (timeout / 4).Milliseconds(), TimeoutMS: timeout.Milliseconds()},
+		Limits:    s.cfg.Limits, OwnerPrefix: token.OwnerPrefix, KeyPrefix: token.KeyPrefix})
 	return data
 }

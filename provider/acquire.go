@@ -66,6 +66,7 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, h *holdings, 
 	sorted := normalizeKeys(keys)
 	h.touch(sorted...)
 	res, errs, err := p.acquireBatch(ctx, sorted, h, ttl)
+	h.unsent(sorted, err)
 	if err != nil {
 		return h.failed(p.putBack(ctx, h), fmt.Errorf("acquire %s: %w", quoteKeys(sorted), err))
 	}
@@ -130,6 +131,17 @@ func (h *holdings) touch(keys ...string) {
 	}
 }
 
+// unsent forgets keys again when err says that their acquire.lua never reached Redis (a dial
+// failure): there is nothing to undo on them.
+func (h *holdings) unsent(keys []string, err error) {
+	if err == nil || maybeRan(err) {
+		return
+	}
+	for _, k := range keys {
+		delete(h.touched, k)
+	}
+}
+
 // detach moves keys out of h, into holdings of their own that the caller puts back at once.
 func (h *holdings) detach(keys []string) *holdings {
 	out := &holdings{owner: h.owner, claim: h.claim, touched: map[string]bool{}}
@@ -159,8 +171,8 @@ func (p *Provider) putBack(ctx context.Context, h *holdings) error {
 }
 
 // giveBack undoes, on each of keys, what acquisition claim did for owner (giveback.lua: a lock
-// it took is deleted, one it re-entered gets back its earlier expiry and record), even after ctx
-// ended. It emits no event: observers were never told that the call held these keys
+// it took is deleted, one it re-entered gets back its earlier expiry and record; a key of
+// another type is left alone), even after ctx ended. It emits no event: observers were never told that the call held these keys
 // (EventAcquired is only sent once a call holds every key), and EventGaveUp already ends its
 // story. A Redis error is logged and returned.
 func (p *Provider) giveBack(ctx context.Context, keys []string, owner, claim string) error {
@@ -171,7 +183,8 @@ func (p *Provider) giveBack(ctx context.Context, keys []string, owner, claim str
 	defer cancel()
 	_, errs, err := p.deleteBatch(ctx, givebackScript, keys, mayResend, owner, []any{claim}, 0, false)
 	if err == nil {
-		err = errors.Join(errs...)
+		// A key that holds another type is not a lock: there is nothing of ours to undo.
+		err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)
 	}
 	if err != nil {
 		p.opts.Logger.Warn("Failed to give back locks after a failed acquisition; they expire with their TTL",

@@ -164,3 +164,48 @@ func TestAcquireThatCannotBeUndoneReportsUnknownOutcome(t *testing.T) {
 
 // holderKey is the holder record of lock key rk without a hash tag (see recordKey).
 func holderKey(rk string) string { return "locktui:{" + rk + "}:holder" }
+
+// Defect: an acquisition that never reached Redis (nothing listens) was reported as an unknown
+// outcome, as if its locks might be held, because its give-back could not reach Redis either.
+// A command that was never sent has nothing to undo: the error is the plain Redis error.
+func TestAcquireThatNeverReachedRedisHasAKnownOutcome(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = down.Close() })
+	p := provider.New(down, &provider.Options{Logger: slog.New(slog.DiscardHandler)})
+	for _, await := range []bool{false, true} {
+		err := p.Acquire(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", AwaitQueue: await})
+		require.Error(t, err)
+		require.NotErrorIs(t, err, provider.ErrOutcomeUnknown, "await_queue %v: %v", await, err)
+	}
+	_, err := p.AcquireLease(ctx(t), []string{"a"}, provider.LeaseOptions{Timeout: time.Second})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, provider.ErrOutcomeUnknown)
+}
+
+// Defect: an acquisition that failed on a key of another type (WRONGTYPE) reported an unknown
+// outcome, since giving back that key failed with WRONGTYPE too; such a key is not a lock and
+// holds nothing of the call. The keys it did take are given back.
+func TestAcquireFailingOnAKeyOfAnotherTypeHasAKnownOutcome(t *testing.T) {
+	e := newEnv(t, nil)
+	require.NoError(t, e.rdb.RPush(ctx(t), e.key("list"), "x").Err())
+	err := e.p.Acquire(ctx(t), []string{"a", "list"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, provider.ErrOutcomeUnknown, "%v", err)
+	_, held := e.owner("a")
+	require.False(t, held, "the key the call took is given back")
+}
+
+// Abandon stops the renewal and deletes nothing: the keys expire with their TTL.
+func TestAbandonedLeaseKeepsItsKeysUntilTheyExpire(t *testing.T) {
+	e := newEnv(t, nil)
+	l, err := e.p.AcquireLease(ctx(t), []string{"a"}, provider.LeaseOptions{Expire: 2 * time.Second})
+	require.NoError(t, err)
+	l.Abandon()
+	awaitDone(t, l)
+	e.requireOwner("a", l.Owner())
+	released, err := l.Release(ctx(t))
+	require.NoError(t, err)
+	require.False(t, released)
+	e.requireOwner("a", l.Owner())
+	require.Eventually(t, func() bool { _, held := e.owner("a"); return !held }, wait, poll, "the key expires")
+}

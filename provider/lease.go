@@ -49,7 +49,7 @@ type Lease struct {
 	deadline time.Time   // see Deadline
 	expiry   *time.Timer // fires at deadline (or earlier, then re-arms itself)
 	lastErr  error       // why the last renewal failed, nil after a confirmed one
-	ended    bool        // the release script ran
+	ended    bool        // the release script ran, or Abandon stopped the lease
 	released bool        // its result: every key was still ours
 }
 
@@ -303,6 +303,24 @@ func (l *Lease) renew() {
 		retry = renewRetryMin
 		timer.Reset(l.interval)
 	}
+}
+
+// errAbandoned is the cause of a lease context ended by Abandon.
+var errAbandoned = errors.New("provider: lease abandoned")
+
+// Abandon stops the renewal without deleting anything: the keys expire with their TTL. It is for
+// a holder that must stop renewing but cannot know that the lease's job has stopped believing
+// (a process shutting down before it could tell it). Done is closed; a later Release deletes
+// nothing and reports false. It does nothing after Release.
+func (l *Lease) Abandon() {
+	l.stopOnce.Do(func() {
+		close(l.stop)
+		l.mu.Lock()
+		l.cancel(errAbandoned)
+		l.ended = true
+		l.mu.Unlock()
+		<-l.done
+	})
 }
 
 // Release stops the renewal and deletes every key still held by the lease's owner. It reports

@@ -134,6 +134,7 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.h.touch(batch...)
 	sent := time.Now()
 	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl)
+	q.h.unsent(batch, err)
 	for j, key := range batch {
 		if errs[j] == nil {
 			continue

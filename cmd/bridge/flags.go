@@ -32,6 +32,10 @@ type options struct {
 	tlsKey          string
 	origins         []string
 	limits          bridge.Limits
+	maxConns        int
+	maxConnsToken   int
+	clientTimeout   time.Duration
+	resumeWindow    time.Duration
 	events          bool
 	logFormat       string
 	logLevel        slog.Level
@@ -55,9 +59,10 @@ const usageHeader = `bridge serves the locktui lock provider over WebSocket (pro
 
 Usage: bridge --token TOKEN [flags]
 
-Tokens: --token TOKEN or --token TOKEN:OWNER-PREFIX (repeatable), or BRIDGE_TOKEN=TOKEN[,TOKEN…]
-(preferred: command lines are visible to other users). A token with an owner prefix may only
-acquire and release owners that start with it; its leases are always allowed.
+Tokens: --token TOKEN (repeatable), or BRIDGE_TOKEN=TOKEN[,TOKEN…] (preferred: command lines are
+visible to other users). TOKEN;owner=PREFIX restricts a token to owners that start with PREFIX
+(its leases get such owners too); TOKEN;keys=PREFIX to keys that start with PREFIX (and forbids
+release_all); both may be given.
 
 Flags:
 `
@@ -81,8 +86,8 @@ func parseFlags(args []string, getenv func(string) string, usage io.Writer) (opt
 	fs.StringVar(&o.redisTLS.Cert, "redis-tls-cert", "", "client certificate (`PEM`) for rediss:// URLs")
 	fs.StringVar(&o.redisTLS.Key, "redis-tls-key", "", "client key (`PEM`) for rediss:// URLs")
 	fs.StringVar(&o.namespace, "namespace", provider.DefaultNamespace, "lock key `prefix`")
-	fs.Var(&tokens, "token", "accepted bearer `token`, or TOKEN:OWNER-PREFIX (repeatable)")
-	fs.BoolVar(&o.insecure, "insecure", false, "accept clients that send no token (loopback --listen only; not with TOKEN:PREFIX tokens)")
+	fs.Var(&tokens, "token", "accepted bearer `token`, optionally TOKEN;owner=PREFIX;keys=PREFIX (repeatable)")
+	fs.BoolVar(&o.insecure, "insecure", false, "accept clients that send no token (loopback --listen only; not with restricted tokens)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS (wss://) with this certificate `PEM` (with --tls-key)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "private key `PEM` of --tls-cert")
 	fs.Var(&origins, "allow-origin", "browser `origin` allowed to connect, e.g. https://admin.example (repeatable)")
@@ -90,6 +95,13 @@ func parseFlags(args []string, getenv func(string) string, usage io.Writer) (opt
 	fs.IntVar(&o.limits.MaxKeys, "max-keys", bridge.DefaultMaxKeys, "most keys in one request")
 	fs.IntVar(&o.limits.MaxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "most requests in flight per connection")
 	fs.IntVar(&o.limits.MaxLeases, "max-leases", bridge.DefaultMaxLeases, "most leases held per connection")
+	fs.IntVar(&o.limits.MinLeaseExpire, "min-lease-expire", bridge.DefaultMinLeaseExpire, "shortest lease expire in `seconds`; shorter ones are raised to it")
+	fs.IntVar(&o.limits.MaxRenewalsPerSecond, "max-renewals-per-second", bridge.DefaultMaxRenewalsPerSecond, "most key renewals per second of one connection's leases")
+	fs.IntVar(&o.maxConns, "max-connections", bridge.DefaultMaxConnections, "most open connections; beyond it upgrades get 503")
+	fs.IntVar(&o.maxConnsToken, "max-connections-per-token", bridge.DefaultMaxConnectionsPerToken, "most open connections of one token")
+	fs.DurationVar(&o.clientTimeout, "client-timeout", bridge.DefaultClientTimeout,
+		"end a connection silent this long; its leases are freed no earlier (clients ping every quarter of it; at least "+bridge.MinClientTimeout.String()+")")
+	fs.DurationVar(&o.resumeWindow, "resume-window", bridge.DefaultResumeWindow, "how long a closed connection's request outcomes are kept for a reconnecting client")
 	fs.BoolVar(&o.events, "events", true, "publish lock events on Redis pub/sub for the console")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -132,7 +144,7 @@ func (o *options) validate(logLevel string) error {
 	}
 	if o.insecure {
 		for _, t := range o.tokens {
-			if t.OwnerPrefix != "" {
+			if t.Restricted() {
 				return usageErrorf("%v", bridge.ErrInsecureRestricted)
 			}
 		}
@@ -150,13 +162,21 @@ func (o *options) validate(logLevel string) error {
 		return usageErrorf("--log-level must be debug, info, warn or error, not %q", logLevel)
 	}
 	for name, v := range map[string]int{"--max-frame-bytes": o.limits.MaxFrameBytes, "--max-keys": o.limits.MaxKeys,
-		"--max-in-flight": o.limits.MaxInFlight, "--max-leases": o.limits.MaxLeases} {
+		"--max-in-flight": o.limits.MaxInFlight, "--max-leases": o.limits.MaxLeases,
+		"--min-lease-expire": o.limits.MinLeaseExpire, "--max-renewals-per-second": o.limits.MaxRenewalsPerSecond,
+		"--max-connections": o.maxConns, "--max-connections-per-token": o.maxConnsToken} {
 		if v <= 0 {
 			return usageErrorf("%s must be positive, not %d", name, v)
 		}
 	}
 	if o.shutdownTimeout <= 0 {
 		return usageErrorf("--shutdown-timeout must be positive")
+	}
+	if o.clientTimeout < bridge.MinClientTimeout {
+		return usageErrorf("--client-timeout must be at least %s, not %s", bridge.MinClientTimeout, o.clientTimeout)
+	}
+	if o.resumeWindow <= 0 {
+		return usageErrorf("--resume-window must be positive")
 	}
 	return nil
 }

@@ -85,6 +85,8 @@ func run(ctx context.Context, stopSignals func(), args []string, stdout, stderr 
 	cfg := bridge.Config{
 		Client: client, Namespace: opts.namespace, Tokens: opts.tokens, Insecure: opts.insecure,
 		AllowOrigins: opts.origins, TLS: tlsConf, Limits: opts.limits, Logger: log,
+		MaxConnections: opts.maxConns, MaxConnectionsPerToken: opts.maxConnsToken,
+		ClientTimeout: opts.clientTimeout, ResumeWindow: opts.resumeWindow,
 	}
 	var pub *events.Publisher
 	if opts.events {
@@ -125,7 +127,7 @@ func run(ctx context.Context, stopSignals func(), args []string, stdout, stderr 
 	select {
 	case <-ctx.Done():
 		stopSignals()
-		log.Info("shutting down: releasing leases and closing connections")
+		log.Info("shutting down: draining connections (going_away), then closing them")
 	case err := <-served:
 		closeEvents(context.Background())
 		return fail(err)

@@ -90,9 +90,12 @@ func TestBadCommandLinesFailWithOneLine(t *testing.T) {
 		{[]string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"--token", token, "extra"}, 2, `unexpected argument "extra"`},
 		{nil, 2, "no token: give --token TOKEN or set BRIDGE_TOKEN"},
-		{[]string{"--token", ":prefix"}, 2, "--token: bad token: empty token"},
+		{[]string{"--token", ";owner=svc"}, 2, "--token: bad token: empty token"},
+		{[]string{"--token", "s3cret:svc-a:"}, 2, "--token: bad token: a token may not contain"},
 		{[]string{"--insecure", "--listen", "0.0.0.0:7420"}, 2, "--insecure is only allowed on a loopback address"},
-		{[]string{"--insecure", "--token", token + ":svc-a:"}, 2, "--insecure cannot be combined with owner-restricted tokens"},
+		{[]string{"--insecure", "--token", token + ";owner=svc-a:"}, 2, "--insecure cannot be combined with restricted tokens"},
+		{[]string{"--insecure", "--token", token + ";keys=cart:"}, 2, "--insecure cannot be combined with restricted tokens"},
+		{[]string{"--token", token, "--client-timeout", "100ms"}, 2, "--client-timeout must be at least 400ms"},
 		{[]string{"--token", token, "--listen", "7420"}, 2, `bad listen address "7420"`},
 		{[]string{"--token", token, "--log-format", "xml"}, 2, `--log-format must be text or json, not "xml"`},
 		{[]string{"--token", token, "--log-level", "loud"}, 2, `--log-level must be debug, info, warn or error, not "loud"`},
@@ -127,7 +130,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 	require.Contains(t, string(out), "-allow-origin")
 }
 
-func TestSIGTERMReleasesLeasesAndExitsCleanly(t *testing.T) {
+func TestSIGTERMDrainsTheClientsThenExitsCleanly(t *testing.T) {
 	rs := redistest.Start(t)
 	rdb := rs.Client(t)
 	cmd := command("--listen", "127.0.0.1:0", "--redis", rs.URL, "--token", token, "--log-format", "json")
@@ -161,17 +164,24 @@ func TestSIGTERMReleasesLeasesAndExitsCleanly(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, ws.WriteJSON(map[string]any{"id": 1, "op": "lease", "keys": []string{"k"}}))
 	var reply struct {
-		OK     bool              `json:"ok"`
-		Result map[string]string `json:"result"`
+		OK     bool           `json:"ok"`
+		Result map[string]any `json:"result"`
+		Type   string         `json:"type"`
 	}
 	require.NoError(t, ws.ReadJSON(&reply))
 	require.True(t, reply.OK)
 	require.Equal(t, reply.Result["owner"], rdb.Get(context.Background(), "medusa_lock:k").Val())
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, ws.ReadJSON(&reply))
+	require.Equal(t, "going_away", reply.Type, "the client is told first")
+	require.Equal(t, int64(1), rdb.Exists(context.Background(), "medusa_lock:k").Val(), "nothing is freed before")
+	require.NoError(t, ws.WriteJSON(map[string]any{"id": 2, "op": "lease_release", "lease": "L1"}))
+	reply.Result = nil
+	require.NoError(t, ws.ReadJSON(&reply))
+	require.Equal(t, map[string]any{"released": true}, reply.Result, "the job releases its lease as usual")
 	_, _, err = ws.ReadMessage()
-	require.True(t, websocket.IsCloseError(err, websocket.CloseGoingAway), "want a 1001 close, got %v", err)
-	require.Zero(t, rdb.Exists(context.Background(), "medusa_lock:k").Val(), "the lease is released before the close")
+	require.True(t, websocket.IsCloseError(err, websocket.CloseGoingAway), "want a 1001 close once idle, got %v", err)
 	select {
 	case <-exited:
 		require.NoError(t, exitErr, "exit status; log: %s", stderr.String())

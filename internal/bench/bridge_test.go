@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/bridge"
 	"github.com/locktui/locktui/internal/bench"
 	"github.com/locktui/locktui/internal/redistest"
 )
@@ -41,7 +42,7 @@ func TestStartBridgeServesTheNamespaceWithTheTokenUntilStopped(t *testing.T) {
 	assert.GreaterOrEqual(t, len(b.Token), 20, "token %q is too short to be random", b.Token)
 	assert.NotContains(t, log.String(), b.Token, "the token must not be logged")
 
-	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second, Subprotocols: []string{"locktui-bridge.v1"}}
+	dialer := websocket.Dialer{HandshakeTimeout: 10 * time.Second, Subprotocols: []string{bridge.Subprotocol}}
 	_, resp, err := dialer.DialContext(t.Context(), b.URL, nil)
 	require.Error(t, err, "the bridge accepted a client without the token")
 	require.NotNil(t, resp)

@@ -1,0 +1,183 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locktui/locktui/provider"
+)
+
+// Lease defaults, as stock execute's.
+const (
+	defaultLeaseTimeout = provider.DefaultWaitLockingTimeout
+	defaultLeaseExpire  = provider.DefaultLeaseExpire
+	// leaseIDPrefix starts every lease id: "L1", "L2", … per connection.
+	leaseIDPrefix = "L"
+	// minRenewInterval is the provider's shortest renewal interval.
+	minRenewInterval = 250 * time.Millisecond
+)
+
+// leaseEntry is a lease held for this connection.
+type leaseEntry struct {
+	lease    *provider.Lease
+	renewals float64 // its share of the connection's renewal budget
+}
+
+// leaseExpire is the expire a lease request gets: the default when absent, at least
+// MinLeaseExpire.
+func (c *conn) leaseExpire(expire time.Duration) time.Duration {
+	if expire == 0 {
+		expire = defaultLeaseExpire
+	}
+	return max(expire, time.Duration(c.limits.MinLeaseExpire)*time.Second)
+}
+
+// leaseRenewals is how many key renewals per second a lease of keys and expire costs: every
+// key every max(expire/3, 250 ms).
+func leaseRenewals(keys []string, expire time.Duration) float64 {
+	unique := map[string]struct{}{}
+	for _, k := range keys {
+		unique[k] = struct{}{}
+	}
+	return float64(len(unique)) / max(expire/3, minRenewInterval).Seconds()
+}
+
+func (c *conn) lease(ctx context.Context, req Request, renewals float64) (any, *Error) {
+	opts := provider.LeaseOptions{Timeout: req.Timeout, Expire: c.leaseExpire(req.Expire)}
+	if opts.Timeout == 0 {
+		opts.Timeout = defaultLeaseTimeout
+	}
+	if opts.Expire != req.Expire && req.Expire != 0 {
+		c.s.metrics.expireRaised.Inc()
+	}
+	if c.token.OwnerPrefix != "" {
+		opts.Owner = c.token.OwnerPrefix + provider.NewExecuteOwner()
+	}
+	l, err := c.s.prov.AcquireLease(ctx, req.Keys, opts)
+	c.mu.Lock()
+	c.leasesPending--
+	if err != nil {
+		c.renewals -= renewals
+		c.mu.Unlock()
+		c.signalChange()
+		// A wait the client cancelled comes back as the cancellation cause rather than the
+		// provider's conflict: it is stock's timeout. A real timeout is already a conflict
+		// (ErrTimedOut); any other error, a dial timeout included, is Redis's.
+		if errors.Is(context.Cause(ctx), errCancelled) && !errors.Is(err, provider.ErrOutcomeUnknown) {
+			return nil, newError(CodeTimedOut, timedOutMessage)
+		}
+		return nil, mapError(ctx, err)
+	}
+	if c.closing || c.stopping { // the connection ended, or the drain began, while the lease was taken
+		c.renewals -= renewals
+		c.mu.Unlock()
+		c.releaseLease("", l)
+		c.signalChange()
+		return nil, newError(CodeShuttingDown, "the connection is closing: the lease was given back")
+	}
+	c.nextLease++
+	id := leaseIDPrefix + strconv.FormatUint(c.nextLease, 10)
+	e := &leaseEntry{lease: l, renewals: renewals}
+	c.leases[id] = e
+	c.watchers.Add(1)
+	c.mu.Unlock()
+	c.s.metrics.leasesHeld.Inc()
+	go c.watch(id, e)
+	return leaseResult{Lease: id, Owner: l.Owner(), ValidMS: validMS(l)}, nil
+}
+
+// validMS is how long the lease's keys are certainly its own from now, in milliseconds.
+func validMS(l *provider.Lease) int64 { return max(0, time.Until(l.Deadline()).Milliseconds()) }
+
+// pingResult lists the leases held with their validity.
+func (c *conn) pingResult() pingResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := pingResult{Leases: make(map[string]int64, len(c.leases))}
+	for id, e := range c.leases {
+		r.Leases[id] = validMS(e.lease)
+	}
+	return r
+}
+
+// forgetLease takes e off the connection's books (the caller removed it from c.leases).
+func (c *conn) forgetLease(e *leaseEntry) {
+	c.mu.Lock()
+	c.renewals -= e.renewals
+	c.mu.Unlock()
+	c.s.metrics.leasesHeld.Dec()
+	c.signalChange()
+}
+
+// take removes the lease id from the connection and reports whether it was still there.
+func (c *conn) take(id string, e *leaseEntry) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.leases[id] != e {
+		return false // a lease_release or the connection's end took it
+	}
+	delete(c.leases, id)
+	return true
+}
+
+// watch pushes lease_lost as soon as the provider finds the lease lost, then releases what the
+// lease still holds (owner-checked) and forgets it.
+func (c *conn) watch(id string, e *leaseEntry) {
+	defer c.watchers.Done()
+	defer c.recoverInternal()
+	<-e.lease.Done()
+	lost := e.lease.Err()
+	if lost == nil || !c.take(id, e) {
+		return // released
+	}
+	c.forgetLease(e)
+	c.s.metrics.leasesLost.Inc()
+	keys := e.lease.Keys()
+	var ce *provider.ConflictError
+	if errors.As(lost, &ce) && len(ce.Keys) > 0 {
+		keys = ce.Keys
+	}
+	c.log.Warn("lease lost", "lease", id, "keys", keys, "owner", e.lease.Owner(), "cause", lost)
+	c.sendJSON(leaseLost{Type: "lease_lost", Lease: id, Keys: keys, Error: newError(CodeLockLost, lost.Error()).body()})
+	c.releaseLease(id, e.lease)
+}
+
+// leaseRelease releases a lease of this connection. After a Redis error the lease stays on the
+// connection (the client may send lease_release again) and the bridge retries in the
+// background.
+func (c *conn) leaseRelease(ctx context.Context, id string) (any, *Error) {
+	c.mu.Lock()
+	e := c.leases[id]
+	issued := c.issued(id)
+	c.mu.Unlock()
+	if e == nil {
+		if issued {
+			return releasedResult{Released: false}, nil // lost or released already
+		}
+		return nil, newError(CodeUnknownLease, fmt.Sprintf("no lease %s on this connection", quote(id)))
+	}
+	released, err := e.lease.Release(ctx)
+	if err != nil {
+		c.background.Go(func() {
+			c.retryRelease(id, e.lease)
+			if c.take(id, e) {
+				c.forgetLease(e)
+			}
+		})
+		return nil, mapError(ctx, err)
+	}
+	if c.take(id, e) {
+		c.forgetLease(e)
+	}
+	return releasedResult{Released: released}, nil
+}
+
+// issued reports whether id names a lease this connection gave out; c.mu is held.
+func (c *conn) issued(id string) bool {
+	n, err := strconv.ParseUint(strings.TrimPrefix(id, leaseIDPrefix), 10, 64)
+	return strings.HasPrefix(id, leaseIDPrefix) && err == nil && n >= 1 && n <= c.nextLease
+}
