@@ -2,17 +2,19 @@
 // compat/medusa-locking-bridge) share locks with Go services and with stock
 // @medusajs/locking-redis processes on the same Redis.
 //
-// The wire protocol is specified in docs/bridge-protocol.md (version 1): JSON text frames, one
+// The wire protocol is specified in docs/bridge-protocol.md (version 2): JSON text frames, one
 // request per frame with a client-chosen id, many requests in flight per connection, answers in
-// any order, and a lease_lost event pushed when a lease is lost.
+// any order, lease_lost and going_away events, and sessions that a reconnecting client resumes
+// to learn the outcome of the requests it had in flight.
 //
 // Structure, after gorilla/websocket's chat example: every connection has one reader goroutine
 // (readPump), which decodes frames and starts one goroutine per request, bounded by the
-// connection's in-flight limit; and one writer goroutine (writePump), through which every frame
-// to that connection goes, pings included. The Server keeps the set of connections for metrics
-// and graceful shutdown.
+// connection's in-flight limit; and one writer goroutine (writePump), the only one that writes
+// to the socket: text frames, pongs and the close frame. The Server keeps the set of
+// connections (for the connection limits and the shutdown drain) and the sessions.
 //
 // Leases belong to their connection: they are renewed by the provider while the connection
-// lives, and released owner-checked as soon as it ends (close, network error, missed heartbeats)
-// or when the server shuts down.
+// lives. When it ends they are freed at once if the client said it holds none of them (a close
+// with 1000, a resume of its session), otherwise ClientTimeout after the last frame the
+// connection received, by when the client has stopped believing (docs/safety.md).
 package bridge
