@@ -1,0 +1,112 @@
+"use strict"
+
+// The safety contract under faults: a holder believes it holds a key until its job's signal
+// aborts, and no one else may take the key while it still believes; a lost reply never makes
+// the client delete another process's lock or leave a lock behind while the call rejects.
+// Each test names the defect of the v1 client it covers (the numbering).
+//
+// The clients go through a fault proxy to the bridge, and the bridge through another to Redis
+// (test-support/stack.js); a raw Redis client watches the keys. Order is asserted on
+// performance.now(), never durations.
+
+const { describe, test, afterEach } = require("node:test")
+const assert = require("node:assert/strict")
+const { useBridgeEnv, waitFor } = require("../test-support/env")
+const { startStack, watchKey, recordCloses } = require("../test-support/stack")
+
+const NS = "medusa_lock:"
+let fast // --client-timeout 1s (pings every 250 ms, connection deadline 750 ms after a proof)
+const env = useBridgeEnv({
+  setup: async (env) => {
+    fast = await startStack({ redis: env.redis, args: ["--client-timeout", "1s", "--shutdown-timeout", "3s"] })
+    env.onClose(() => fast.stop())
+  },
+})
+
+afterEach(() => {
+  fast?.clientProxy.restore()
+  fast?.redisProxy.restore()
+})
+
+/** A provider through stack's client proxy, reconnecting quickly, closed at the end of the file. */
+function client(stack = fast, options = {}) {
+  return env.provider({ url: stack.url, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 200, ...options })
+}
+
+/** Starts an execute whose job waits for its signal; resolves {run, signal, abortedAt()} once it runs. */
+async function holding(locks, key, args) {
+  let started
+  const running = new Promise((resolve) => (started = resolve))
+  const state = { abortedAt: null }
+  state.run = locks
+    .execute(key, async (signal) => {
+      state.signal = signal
+      signal.addEventListener("abort", () => (state.abortedAt = performance.now()), { once: true })
+      started()
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }))
+      return "finished after the loss"
+    }, args)
+    .catch((e) => e)
+  await running
+  return state
+}
+
+/** Lets the next connections through and cuts the open ones (whose replies were lost). */
+function reconnect(stack = fast) {
+  stack.clientProxy.restore()
+  stack.clientProxy.cut()
+}
+
+describe("defect 1: a release whose reply was lost is never sent again", () => {
+  test("resume answers replied: the release's own reply is delivered; the other process's lock stays", async () => {
+    const a = client()
+    const b = env.provider({ url: env.bridge.url }) // another process, same owner name
+    const key = "s1_replied"
+    await a.acquire(key, { ownerId: "deploy-42" })
+    fast.clientProxy.blackhole("down")
+    const released = a.release(key, { ownerId: "deploy-42" })
+    await waitFor("the release to run", async () => (await env.raw.get(NS + key)) === null)
+    await b.acquire(key, { ownerId: "deploy-42", expire: 60 })
+    reconnect()
+    assert.equal(await released, true)
+    assert.equal(await env.raw.get(NS + key), "deploy-42", "a resent release would have deleted b's lock")
+    assert.equal(await b.release(key, { ownerId: "deploy-42" }), true)
+  })
+
+  test("a bridge that no longer knows the session: the release rejects with outcome_unknown", async () => {
+    const a = client()
+    const key = "s1_unknown"
+    await a.acquire(key, { ownerId: "deploy-42" })
+    fast.clientProxy.blackhole("down")
+    const released = a.release(key, { ownerId: "deploy-42" }).catch((e) => e)
+    await waitFor("the release to run", async () => (await env.raw.get(NS + key)) === null)
+    await env.raw.set(NS + key, "deploy-42") // another process with the same owner takes it
+    await fast.end("SIGKILL")
+    await fast.start()
+    reconnect()
+    const err = await released
+    assert.equal(err.type, "unexpected_state")
+    assert.equal(err.bridgeCode, "outcome_unknown")
+    assert.match(err.message, /^locking-bridge: the outcome of the release of key\(s\) "s1_unknown" for owner "deploy-42" is unknown: /)
+    assert.match(err.message, /it was not sent again/)
+    assert.equal(await env.raw.get(NS + key), "deploy-42")
+    await env.raw.del(NS + key)
+  })
+
+  test("releaseAll: the same, for every lock of the owner", async () => {
+    const a = client()
+    await a.acquire("s1_all", { ownerId: "deploy-43" })
+    fast.clientProxy.blackhole("down")
+    const released = a.releaseAll({ ownerId: "deploy-43" }).catch((e) => e)
+    await waitFor("the releaseAll to run", async () => (await env.raw.get(NS + "s1_all")) === null)
+    await env.raw.set(NS + "s1_all", "deploy-43")
+    await fast.end("SIGKILL")
+    await fast.start()
+    reconnect()
+    const err = await released
+    assert.equal(err.bridgeCode, "outcome_unknown")
+    assert.match(err.message, /releaseAll of owner "deploy-43" is unknown/)
+    assert.equal(await env.raw.get(NS + "s1_all"), "deploy-43")
+    await env.raw.del(NS + "s1_all")
+  })
+})
