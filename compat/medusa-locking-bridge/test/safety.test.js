@@ -110,3 +110,56 @@ describe("defect 1: a release whose reply was lost is never sent again", () => {
     await env.raw.del(NS + "s1_all")
   })
 })
+
+describe("defect 7: a lost acquire reply never leaves a lock behind a rejected call", () => {
+  test("resume answers replied: the acquire succeeds", async () => {
+    const a = client()
+    const key = "s7_replied"
+    await a.ready(20000)
+    fast.clientProxy.blackhole("down")
+    const acquired = a.acquire(key, { ownerId: "o7" })
+    await waitFor("the acquire to run", async () => (await env.raw.get(NS + key)) === "o7")
+    reconnect()
+    assert.equal(await acquired, undefined)
+    assert.equal(await a.release(key, { ownerId: "o7" }), true)
+  })
+
+  test("a restarted bridge: settle finds the keys held, the acquire succeeds", async () => {
+    const debug = []
+    const a = client(fast, { logger: { debug: (m) => debug.push(m) } })
+    const key = "s7_settle_held"
+    await a.ready(20000)
+    fast.clientProxy.blackhole("down")
+    const acquired = a.acquire(key, { ownerId: "o7" }) // no expire: a lock left here stays forever
+    await waitFor("the acquire to run", async () => (await env.raw.get(NS + key)) === "o7")
+    await fast.end("SIGKILL")
+    await fast.start()
+    reconnect()
+    assert.equal(await acquired, undefined)
+    assert.ok(debug.some((m) => /resumed "acquire" .*: unknown/.test(m)), debug.join("\n"))
+    assert.ok(debug.some((m) => /settled "acquire" .*held: true/.test(m)), debug.join("\n"))
+    assert.equal(await env.raw.ttl(NS + key), -1)
+    assert.equal(await a.release(key, { ownerId: "o7" }), true)
+  })
+
+  test("a restarted bridge: settle finds nothing held, the acquire is sent again and fails cleanly", async () => {
+    const debug = []
+    const a = client(fast, { logger: { debug: (m) => debug.push(m) } })
+    await env.raw.set(NS + "s7_busy", "other")
+    const before = await fast.bridge.metric("locktui_bridge_requests_total", { op: "acquire" })
+    await a.ready(20000)
+    fast.clientProxy.blackhole("down")
+    const acquired = a.acquire(["s7_free", "s7_busy"], { ownerId: "o7" }).catch((e) => e)
+    await waitFor("the acquire to run", async () => (await fast.bridge.metric("locktui_bridge_requests_total", { op: "acquire" })) > before)
+    await fast.end("SIGKILL")
+    await fast.start()
+    reconnect()
+    const err = await acquired
+    assert.equal(err.type, "conflict")
+    assert.equal(err.message, 'Failed to acquire lock for key "s7_busy"')
+    assert.ok(debug.some((m) => /settled "acquire" .*held: false/.test(m)), debug.join("\n"))
+    assert.equal(await env.raw.get(NS + "s7_free"), null)
+    assert.equal(await env.raw.get(NS + "s7_busy"), "other")
+    await env.raw.del(NS + "s7_busy")
+  })
+})
