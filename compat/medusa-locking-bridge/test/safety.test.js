@@ -163,3 +163,60 @@ describe("defect 7: a lost acquire reply never leaves a lock behind a rejected c
     await env.raw.del(NS + "s7_busy")
   })
 })
+
+describe("defect 5: the connection's leases end before the bridge can free them", () => {
+  const faults = [
+    ["the bridge hears nothing (client to bridge blackholed)", (p) => p.blackhole("up")],
+    ["the client hears nothing (bridge to client blackholed)", (p) => p.blackhole("down")],
+    ["a silent link both ways", (p) => p.blackhole("both")],
+    ["the bridge's side cut, the client's socket open and silent", (p) => p.cut("server")],
+    ["the client's side cut, the bridge's socket open and silent", (p) => p.cut("client")],
+  ]
+  for (const [name, fault] of faults) {
+    test(`${name}: the signal aborts, then the client closes with 1000, before the key is free`, async () => {
+      const locks = client()
+      const key = "s5_hb"
+      const job = await holding(locks, key)
+      const ws = locks.client_.current.socket.ws
+      const watch = watchKey(env.raw, NS + key)
+      const closes = recordCloses()
+      try {
+        fault(fast.clientProxy)
+        const err = await job.run
+        assert.equal(err, job.signal.reason)
+        assert.match(err.message, /^Lost the lock for key\(s\) "s5_hb"/)
+        await watch.gone
+        assert.ok(job.abortedAt <= watch.lastPresentSentAt, `aborted at ${job.abortedAt}, key last seen held at ${watch.lastPresentSentAt}`)
+        if (err.cause?.bridgeCode === "heartbeat_timeout") {
+          const close = closes.calls.find((c) => c.ws === ws)
+          assert.equal(close?.code, 1000, "the deadline closes the connection with 1000")
+          assert.ok(close.at >= job.abortedAt, "1000 (holds none of its leases) is sent only after the abort")
+        } else {
+          assert.equal(err.cause?.bridgeCode, "connection_lost")
+        }
+      } finally {
+        closes.restore()
+        watch.stop()
+        reconnect()
+      }
+    })
+  }
+
+  test("close() aborts running jobs, then closes with 1000", async () => {
+    const locks = client()
+    const job = await holding(locks, "s5_close")
+    const ws = locks.client_.current.socket.ws
+    const closes = recordCloses()
+    try {
+      await locks.close()
+    } finally {
+      closes.restore()
+    }
+    const err = await job.run
+    assert.equal(err.cause?.bridgeCode, "closed")
+    const close = closes.calls.find((c) => c.ws === ws)
+    assert.equal(close?.code, 1000)
+    assert.ok(close.at >= job.abortedAt)
+    await waitFor("the bridge to free the lease at once", async () => (await env.raw.get(NS + "s5_close")) === null, 900)
+  })
+})
