@@ -220,3 +220,26 @@ describe("defect 5: the connection's leases end before the bridge can free them"
     await waitFor("the bridge to free the lease at once", async () => (await env.raw.get(NS + "s5_close")) === null, 900)
   })
 })
+
+describe("defect 4: each lease has a local deadline", () => {
+  test("no lease_lost in time (replies slowed, Redis silent): the signal aborts before the key expires", async () => {
+    // A 4 s client timeout, so that 600 ms slower replies keep the connection alive.
+    const slow = await startStack({ redis: env.redis })
+    try {
+      const locks = client(slow)
+      const key = "s4_deadline"
+      slow.clientProxy.delay("down", 600)
+      // expire 3: the bridge's own deadline is its last renewal + 2.7 s, Redis expires the key
+      // 3 s after it; lease_lost (sent at the bridge's deadline) comes 600 ms late.
+      const job = await holding(locks, key, { expire: 3, timeout: 30 })
+      const watch = watchKey(env.raw, NS + key)
+      slow.redisProxy.blackhole("both")
+      const err = await job.run
+      assert.equal(err.cause?.bridgeCode, "lease_deadline", `aborted by ${err.cause?.message ?? "the bridge's lease_lost"}`)
+      await watch.gone
+      assert.ok(job.abortedAt <= watch.lastPresentSentAt, `aborted at ${job.abortedAt}, key last seen held at ${watch.lastPresentSentAt}`)
+    } finally {
+      await slow.stop()
+    }
+  })
+})
