@@ -243,3 +243,28 @@ describe("defect 4: each lease has a local deadline", () => {
     }
   })
 })
+
+describe("defect 6: lease_lost", () => {
+  test("aborts at once, leaves no entry behind (a --max-leases 1 bridge keeps serving)", async () => {
+    const one = await startStack({ redis: env.redis, args: ["--client-timeout", "1s", "--max-leases", "1"] })
+    try {
+      const locks = client(one)
+      const key = "s6_lost"
+      for (let i = 0; i < 3; i++) {
+        const job = await holding(locks, key, { expire: 2 })
+        await env.raw.set(NS + key, "thief")
+        const err = await job.run
+        assert.equal(err, job.signal.reason)
+        assert.equal(err.type, "conflict")
+        assert.match(err.message, /^Lost the lock for key\(s\) "s6_lost" while the job was still running/)
+        assert.equal(err.cause, undefined, "the bridge's lease_lost, not a local deadline")
+        assert.equal(await env.raw.get(NS + key), "thief", "the new owner's lock is untouched")
+        assert.equal(locks.client_.current.leases.size, 0)
+        await env.raw.del(NS + key)
+      }
+      assert.equal(await locks.execute(key, async () => "still served"), "still served")
+    } finally {
+      await one.stop()
+    }
+  })
+})
