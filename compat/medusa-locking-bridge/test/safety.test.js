@@ -268,3 +268,50 @@ describe("defect 6: lease_lost", () => {
     }
   })
 })
+
+describe("going_away and shutting_down", () => {
+  test("new work waits for the next bridge; a job that finishes releases its lease as usual", async () => {
+    const locks = client(fast, { connectTimeoutMs: 30000 })
+    let finish
+    let started
+    const running = new Promise((resolve) => (started = resolve))
+    const first = locks.execute("s_ga_first", async () => {
+      started()
+      await new Promise((resolve) => (finish = resolve))
+      return "first"
+    })
+    await running
+    const exiting = fast.end("SIGTERM")
+    await waitFor("going_away", () => !locks.client_.connected)
+    let secondAt
+    const second = locks.execute("s_ga_second", async () => ((secondAt = performance.now()), "second"), { timeout: 30 })
+    finish()
+    assert.equal(await first, "first")
+    const exit = await exiting
+    assert.equal(exit.code, 0, "the bridge drained and exited cleanly")
+    await fast.start()
+    assert.equal(await second, "second")
+    assert.ok(secondAt > exit.at, "the second execute ran on the next bridge, not the draining one")
+  })
+
+  test("a job still running at the end of the drain is aborted before the bridge closes", async () => {
+    const locks = client()
+    const job = await holding(locks, "s_ga_drain")
+    const exit = await fast.end("SIGTERM")
+    const err = await job.run
+    assert.equal(err.cause?.bridgeCode, "shutting_down")
+    assert.ok(job.abortedAt < exit.at, "the drain deadline (receipt + drain_ms - margin) came first")
+    await fast.start()
+  })
+
+  test("a wait ended with shutting_down left nothing behind and is sent again on the next bridge", async () => {
+    const locks = client()
+    await env.raw.set(NS + "s_sd", "holder")
+    const run = locks.execute("s_sd", async () => "ran", { timeout: 30 })
+    await waitFor("the lease request", () => locks.client_.inflightCount === 1)
+    await fast.end("SIGTERM")
+    await fast.start()
+    await env.raw.del(NS + "s_sd")
+    assert.equal(await run, "ran")
+  })
+})
