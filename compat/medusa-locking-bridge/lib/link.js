@@ -29,6 +29,7 @@ class Link {
       {
         welcome: (msg) => this.onWelcome(msg),
         frame: (msg) => this.onFrame(msg),
+        peerClose: (code) => this.onPeerClose(code),
         end: (error) => this.onSocketEnd(error),
       }
     )
@@ -209,6 +210,12 @@ class Link {
     this.inflight.clear()
     this.counted = 0
     this.client.linkEnded(this, cause, orphans, wasOpen)
+  }
+
+  /** The bridge is closing the connection: its leases are lost before the close is answered. */
+  onPeerClose(code) {
+    const cause = lockingError(Types.UNEXPECTED_STATE, `locking-bridge: the bridge at ${this.client.display} closed the connection (code ${code})`, { bridgeCode: "connection_lost" })
+    for (const lease of this.leases.values()) lease.lose({ cause })
   }
 
   onSocketEnd(error) {

@@ -16,13 +16,14 @@ const CLOSE_GRACE_MS = 1000
 
 /**
  * One WebSocket to the bridge. Calls handlers.welcome(msg) once the bridge's welcome arrived
- * and passed the checks, handlers.frame(msg) for every later JSON object, and handlers.end(error)
+ * and passed the checks, handlers.frame(msg) for every later JSON object, handlers.peerClose(code)
+ * when the bridge starts a close handshake (before it is answered), and handlers.end(error)
  * exactly once when the socket is gone (error: why, or null after a close() of ours).
  */
 class BridgeSocket {
   /**
    * @param {{url: URL, display: string, token?: string, wsOptions: object, handshakeTimeoutMs: number}} options
-   * @param {{welcome(msg: object): void, frame(msg: object): void, end(error: Error|null, code?: number): void}} handlers
+   * @param {{welcome(msg: object): void, frame(msg: object): void, peerClose(code: number): void, end(error: Error|null, code?: number): void}} handlers
    */
   constructor(options, handlers) {
     this.display = options.display
@@ -50,6 +51,22 @@ class BridgeSocket {
       return
     }
     const ws = this.ws
+    // ws answers a close frame of the bridge by closing with the bridge's code, and a 1000 from
+    // the client tells the bridge that the client holds none of the connection's leases: the
+    // handler loses them before that frame can go out.
+    const wsClose = ws.close.bind(ws)
+    ws.close = (code, reason) => {
+      if (!this.closing) {
+        this.closing = true
+        this.peerCode = code ?? 1005
+        handlers.peerClose(this.peerCode)
+      }
+      return wsClose(code, reason)
+    }
+    // ws answers the bridge's pings with pongs, which the bridge counts as frames received.
+    ws.on("ping", () => {
+      this.lastSentAt = performance.now()
+    })
     ws.on("unexpected-response", (req, res) => this.refused(res))
     ws.on("open", () => {
       this.welcomeTimer = setTimeout(() => {
@@ -62,7 +79,8 @@ class BridgeSocket {
     })
     ws.on("close", (code, reason) => {
       const why = String(reason)
-      this.finish(this.closing ? null : this.error ?? new Error(`closed with code ${code}${why ? ` (${why})` : ""}`), code)
+      const ours = this.closing && this.peerCode === undefined
+      this.finish(ours ? null : this.error ?? new Error(`closed with code ${code}${why ? ` (${why})` : ""}`), code)
     })
   }
 

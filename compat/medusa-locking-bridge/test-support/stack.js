@@ -61,21 +61,15 @@ function watchKey(raw, key) {
   return w
 }
 
-/** Records every WebSocket close() call of this process ({ws, code, at}) until restore(). */
-function recordCloses() {
-  const WebSocket = require("ws")
-  const original = WebSocket.prototype.close
+/** Records the close() calls ({code, at}) of one client WebSocket (the client's socket.ws). */
+function recordCloses(ws) {
   const calls = []
-  WebSocket.prototype.close = function (code, reason) {
-    calls.push({ ws: this, code, at: performance.now() })
-    return original.call(this, code, reason)
+  const close = ws.close
+  ws.close = function (code, reason) {
+    calls.push({ code, at: performance.now() })
+    return close.call(this, code, reason)
   }
-  return {
-    calls,
-    restore: () => {
-      WebSocket.prototype.close = original
-    },
-  }
+  return { calls }
 }
 
 module.exports = { startStack, watchKey, recordCloses }

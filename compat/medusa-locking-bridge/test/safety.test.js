@@ -179,7 +179,7 @@ describe("defect 5: the connection's leases end before the bridge can free them"
       const job = await holding(locks, key)
       const ws = locks.client_.current.socket.ws
       const watch = watchKey(env.raw, NS + key)
-      const closes = recordCloses()
+      const closes = recordCloses(ws)
       try {
         fault(fast.clientProxy)
         const err = await job.run
@@ -188,33 +188,64 @@ describe("defect 5: the connection's leases end before the bridge can free them"
         await watch.gone
         assert.ok(job.abortedAt <= watch.lastPresentSentAt, `aborted at ${job.abortedAt}, key last seen held at ${watch.lastPresentSentAt}`)
         if (err.cause?.bridgeCode === "heartbeat_timeout") {
-          const close = closes.calls.find((c) => c.ws === ws)
+          const close = closes.calls[0]
           assert.equal(close?.code, 1000, "the deadline closes the connection with 1000")
           assert.ok(close.at >= job.abortedAt, "1000 (holds none of its leases) is sent only after the abort")
         } else {
           assert.equal(err.cause?.bridgeCode, "connection_lost")
         }
       } finally {
-        closes.restore()
         watch.stop()
         reconnect()
       }
     })
   }
 
+  test("a close handshake the bridge starts is answered only after the leases are lost", async () => {
+    // ws echoes the peer's close code; an echoed 1000 would tell the bridge "holds none".
+    const { WebSocketServer } = require("ws")
+    const server = new WebSocketServer({ host: "127.0.0.1", port: 0, handleProtocols: (protocols) => [...protocols][0] })
+    await new Promise((resolve) => server.once("listening", resolve))
+    server.on("connection", (ws) => {
+      ws.send(JSON.stringify({ type: "welcome", version: 2, namespace: NS, session: "0123456789abcdef0123456789abcdef", resume_ms: 60000, heartbeat: { interval_ms: 1000, timeout_ms: 4000 }, limits: {} }))
+      ws.on("message", (data) => {
+        const req = JSON.parse(String(data))
+        if (req.op === "lease") {
+          ws.send(JSON.stringify({ id: req.id, ok: true, result: { lease: "L1", owner: "execute:x", valid_ms: 60000 } }))
+          setTimeout(() => ws.close(1000), 50)
+        } else if (req.op === "ping") ws.send(JSON.stringify({ id: req.id, ok: true, result: { leases: { L1: 60000 } } }))
+      })
+    })
+    const locks = env.provider({ url: `ws://127.0.0.1:${server.address().port}/ws`, reconnectMinDelayMs: 1000 })
+    try {
+      const job = await holding(locks, "s5_peer_close")
+      // When the client's close frame is written (ws's sender, below any wrapper of close()).
+      let echoedAt
+      const sender = locks.client_.current.socket.ws._sender
+      const writeClose = sender.close
+      sender.close = function (...args) {
+        echoedAt ??= performance.now()
+        return writeClose.apply(this, args)
+      }
+      const err = await job.run
+      assert.equal(err.cause?.bridgeCode, "connection_lost")
+      await waitFor("the close handshake", () => echoedAt !== undefined)
+      assert.ok(job.abortedAt < echoedAt, "the signal aborted before the client answered the close")
+    } finally {
+      await locks.close()
+      await new Promise((resolve) => server.close(resolve))
+    }
+  })
+
   test("close() aborts running jobs, then closes with 1000", async () => {
     const locks = client()
     const job = await holding(locks, "s5_close")
     const ws = locks.client_.current.socket.ws
-    const closes = recordCloses()
-    try {
-      await locks.close()
-    } finally {
-      closes.restore()
-    }
+    const closes = recordCloses(ws)
+    await locks.close()
     const err = await job.run
     assert.equal(err.cause?.bridgeCode, "closed")
-    const close = closes.calls.find((c) => c.ws === ws)
+    const close = closes.calls[0]
     assert.equal(close?.code, 1000)
     assert.ok(close.at >= job.abortedAt)
     await waitFor("the bridge to free the lease at once", async () => (await env.raw.get(NS + "s5_close")) === null, 900)
