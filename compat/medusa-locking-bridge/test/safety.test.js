@@ -346,3 +346,30 @@ describe("going_away and shutting_down", () => {
     assert.equal(await run, "ran")
   })
 })
+
+describe("other faults: the signal aborts before the key is free", () => {
+  test("the bridge killed (SIGKILL) while a job runs", async () => {
+    const locks = client()
+    const key = "s_kill"
+    const job = await holding(locks, key, { expire: 2 })
+    const watch = watchKey(env.raw, NS + key)
+    await fast.end("SIGKILL")
+    const err = await job.run
+    assert.equal(err.cause?.bridgeCode, "connection_lost")
+    await watch.gone
+    assert.ok(job.abortedAt <= watch.lastPresentSentAt)
+    await fast.start()
+  })
+
+  test("the bridge's Redis link slowed (1.5 s each way) past the lease's deadline", async () => {
+    const locks = client()
+    const key = "s_slow_redis"
+    const job = await holding(locks, key, { expire: 2 })
+    const watch = watchKey(env.raw, NS + key)
+    fast.redisProxy.delay("both", 1500)
+    const err = await job.run
+    assert.match(err.message, /^Lost the lock for key\(s\) "s_slow_redis"/)
+    await watch.gone
+    assert.ok(job.abortedAt <= watch.lastPresentSentAt, `aborted at ${job.abortedAt}, key last seen held at ${watch.lastPresentSentAt}`)
+  })
+})
