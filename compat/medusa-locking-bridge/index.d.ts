@@ -32,7 +32,13 @@ export interface BridgeLockingOptions {
   reconnectMinDelayMs?: number
   /** Cap of the reconnect delay in milliseconds. Default 5000. */
   reconnectMaxDelayMs?: number
-  /** Milliseconds between client pings; two unanswered intervals drop the connection. Default 15000. */
+  /**
+   * Milliseconds between client pings. Default: the bridge's `heartbeat.interval_ms` (a quarter
+   * of its client timeout). A value above (timeout_ms - timeout_ms/4)/2 of the bridge is refused
+   * when its welcome arrives (every call then fails with bridgeCode "heartbeat_interval"). The
+   * connection's leases are lost at the send time of the latest answered request +
+   * timeout_ms - timeout_ms/4, whatever this interval.
+   */
   heartbeatIntervalMs?: number
   /** Extra options for the `ws` WebSocket client (for example `ca` for a private TLS CA). */
   wsOptions?: Record<string, unknown>
@@ -68,9 +74,13 @@ export interface ReleaseArgs {
 
 /**
  * Error thrown by the provider: a MedusaError when @medusajs/framework is installed, else an
- * Error with the same `type` and `message`. Lock conflicts have type "conflict" and stock's
- * messages; connection problems have type "unexpected_state" (or "unauthorized") and a
- * `bridgeCode`: "not_connected", "connection_lost", "closed", "unauthorized", ….
+ * Error with the same `type` and `message`. Lock conflicts have type "conflict", stock's
+ * messages and no bridgeCode; other errors have a `bridgeCode`: the client's ("not_connected",
+ * "connection_lost", "closed", "unauthorized", "forbidden", "refused", "protocol",
+ * "heartbeat_interval", "outcome_unknown") or the bridge's error code ("outcome_unknown",
+ * "redis_error", "owner_forbidden", "key_forbidden", "too_many_leases", "too_many_renewals", …).
+ * The `cause` of a "Lost the lock" signal reason has one of "heartbeat_timeout",
+ * "lease_deadline", "connection_lost", "shutting_down", "closed".
  */
 export interface BridgeLockingError extends Error {
   type: string

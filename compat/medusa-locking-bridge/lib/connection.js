@@ -1,25 +1,27 @@
 "use strict"
 
-// One WebSocket connection to a locktui bridge (protocol v1), kept open with reconnects.
+// The client of a locktui bridge (protocol v2): one connection at a time takes new work, kept
+// open with reconnects (jittered exponential backoff) until close().
 //
-// * Calls made while disconnected wait for the connection, each up to its own limit.
-// * Requests in flight when the connection drops: release and release_all are sent again once
-//   it is back (they are owner-checked, so a repeat can only find the key already released);
-//   everything else rejects with a `connection_lost` error, because its outcome is unknown.
-// * Leases belong to the connection: when it drops the bridge releases them, so every lease is
-//   lost at once and its signal aborted.
+// * Calls made while disconnected wait for a connection, each up to its own limit.
+// * Requests whose connection ended before their reply are resumed on the next connection
+//   (lib/requests.js): nothing is sent twice blindly.
+// * Leases belong to their connection (lib/link.js): their signals abort as soon as the client
+//   stops being certain of them, never later than the bridge could free their keys.
 
-const WebSocket = require("ws")
-const { Types, lockingError, lockLost } = require("./errors")
-const { Lease } = require("./lease")
+const crypto = require("node:crypto")
+const { Types, lockingError, bridgeError } = require("./errors")
+const { Link } = require("./link")
+const { Requests } = require("./requests")
 const { DEFAULTS, MAX_TIMER_MS, parseUrl, describeUrl, msOption } = require("./options")
+const { SUBPROTOCOL, PROTOCOL_VERSION } = require("./socket")
 
-const SUBPROTOCOL = "locktui-bridge.v1"
-const PROTOCOL_VERSION = 1
-/** HTTP statuses of a refused upgrade that no retry fixes by itself. */
-const FATAL_STATUSES = new Set([400, 401, 403, 404])
+/** A fresh acquire claim: 32 hex digits. */
+function newClaim() {
+  return crypto.randomBytes(16).toString("hex")
+}
 
-/** One connection to the bridge, reconnected with jittered exponential backoff until close(). */
+/** The client of one bridge: the calls' queue, the connections and the reconnect loop. */
 class BridgeConnection {
   /**
    * @param {object} options url, token, logger, wsOptions and the *Ms tuning options (DEFAULTS).
@@ -37,50 +39,54 @@ class BridgeConnection {
     // The Medusa loader reports the first attempt itself, as locking-redis does.
     this.reportFirstFailure = options.reportFirstFailure !== false
 
-    this.ws = null
-    this.socket = null // per-socket state: { ws, error, welcomeTimer }
-    this.welcome = null // set while the connection is usable
+    this.nextId = 1 // request ids: increasing integers across every connection
+    this.links = new Set() // every link whose socket is not gone yet
+    this.connecting = null // the link being opened
+    this.current = null // the welcomed link that takes new work
+    this.queue = [] // entries waiting for a current link (or for a free in-flight slot)
+    this.waiters = new Set() // ready() calls
+    this.requests = new Requests(this)
     this.closed = false
     this.closing = null
     this.attempt = 0
+    this.everAttempted = false
     this.lastError = null // why the last attempt failed or the last connection ended
-    this.fatal = null // an error no reconnect fixes by itself (bad token, not a bridge)
-    this.nextId = 1
-    this.maxInFlight = 256
-    this.inflight = new Map() // id -> entry, sent
-    this.queue = [] // entries not sent yet
-    this.leases = new Map() // lease id -> Lease
-    this.waiters = new Set() // ready() calls
+    this.fatal = null // an error no reconnect fixes by itself (bad token, not a v2 bridge)
     this.reconnectTimer = null
-    this.heartbeat = null
-    this.alive = false
     this.firstAttempt = new Promise((resolve) => {
       this.settleFirstAttempt = resolve
     })
     this.connect()
   }
 
-  /** True while a connection is open and welcomed. */
+  /** True while a welcomed connection takes new work. */
   get connected() {
-    return this.welcome !== null
+    return this.current !== null
+  }
+
+  /** Requests sent and not answered yet, on every connection (pings and resumes excluded). */
+  get inflightCount() {
+    let n = 0
+    for (const link of this.links) n += link.counted
+    return n
   }
 
   /**
-   * Resolves when the connection is up (at once if it is). Rejects after timeoutMs (default
-   * connectTimeoutMs), at once when the bridge refused the client for good (bad token), or when
-   * the client is closed.
+   * Resolves when a connection is up (at once if it is). Rejects after timeoutMs (default
+   * connectTimeoutMs), at once when the bridge refused the client for good (bad token, a
+   * heartbeatIntervalMs it cannot work with), or when the client is closed.
    */
   ready(timeoutMs = this.connectTimeoutMs) {
     if (this.closed) return Promise.reject(this.closedError())
-    if (this.welcome) return Promise.resolve()
+    if (this.current) return Promise.resolve()
     if (this.fatal) return Promise.reject(this.fatal)
     return new Promise((resolve, reject) => {
       const waiter = { resolve, reject, timer: null }
-      const started = Date.now()
+      const started = performance.now()
       if (timeoutMs < MAX_TIMER_MS) {
         waiter.timer = setTimeout(() => {
           this.waiters.delete(waiter)
-          reject(this.notConnected(Date.now() - started))
+          reject(this.notConnected(performance.now() - started))
         }, timeoutMs)
       }
       this.waiters.add(waiter)
@@ -91,210 +97,85 @@ class BridgeConnection {
    * Sends one request and resolves with its result, or rejects with the bridge's error rebuilt
    * as a (Medusa)Error of the same type and message.
    *
-   * @param {string} op
-   * @param {object} fields
-   * @param {{retry?: boolean, connectWaitMs?: number, deadline?: number, transform?: Function}} [opts]
-   *   retry: send again after a reconnect when the connection drops while in flight;
-   *   connectWaitMs: how long to wait for a connection (Infinity: no limit);
-   *   deadline: absolute time (ms) after which waiting for a connection fails, instead of connectWaitMs;
-   *   transform: applied to the result synchronously, as the reply is read.
+   * @param {"acquire"|"release"|"release_all"} op
+   * @param {object} fields the op's fields (an acquire gets a fresh claim at every send)
+   * @param {{waitMs?: number}} [opts] how long to wait for a connection (default connectTimeoutMs; Infinity: no limit)
    */
   request(op, fields, opts = {}) {
     if (this.closed) return Promise.reject(this.closedError())
     return new Promise((resolve, reject) => {
+      const entry = { op, fields, waitMs: opts.waitMs ?? this.connectTimeoutMs, resolve, reject }
+      if (op === "acquire") entry.build = () => ({ ...fields, claim: newClaim() })
+      this.enqueue(entry)
+    })
+  }
+
+  /**
+   * Takes a lease on keys; resolves with a Lease. The request is sent again after a lost
+   * connection as long as deadline (performance.now() time) allows, each time with the time left.
+   */
+  lease(keys, expireSeconds, deadline) {
+    if (this.closed) return Promise.reject(this.closedError())
+    return new Promise((resolve, reject) => {
       this.enqueue({
-        op,
-        fields,
-        retry: opts.retry === true,
-        connectWaitMs: opts.connectWaitMs ?? this.connectTimeoutMs,
-        deadline: opts.deadline,
-        transform: opts.transform,
+        op: "lease",
+        keys,
+        deadline,
+        build: () => ({ keys, timeout: Math.max(deadline - performance.now(), 1) / 1000, expire: expireSeconds }),
         resolve,
         reject,
-        timer: null,
-        id: null,
       })
     })
   }
 
-  /** Takes a lease on keys; resolves with a Lease. */
-  lease(keys, timeoutSeconds, expireSeconds, deadline) {
-    return this.request(
-      "lease",
-      { keys, timeout: timeoutSeconds, expire: expireSeconds },
-      {
-        deadline,
-        transform: (result) => {
-          const lease = new Lease(this, result.lease, result.owner, keys)
-          this.leases.set(lease.id, lease)
-          return lease
-        },
-      }
-    )
-  }
-
-  /** Closes the connection for good: pending calls reject, leases are lost, no reconnects. */
+  /**
+   * Closes the client for good: running jobs' signals abort, then every connection closes with
+   * 1000 (the bridge frees its leases at once); pending calls reject; no more reconnects.
+   */
   close() {
     if (this.closing) return this.closing
     this.closed = true
     clearTimeout(this.reconnectTimer)
     this.reconnectTimer = null
     const err = this.closedError()
-    this.failAll(err)
-    for (const entry of this.inflight.values()) entry.reject(err)
-    this.inflight.clear()
-    this.loseLeases(err)
+    for (const entry of this.queue.splice(0)) this.finish(entry, err)
+    for (const waiter of this.waiters) {
+      clearTimeout(waiter.timer)
+      waiter.reject(err)
+    }
+    this.waiters.clear()
+    this.requests.failAll(err)
     this.settleFirstAttempt(err)
-    const ws = this.ws
-    this.closing = new Promise((resolve) => {
-      if (!ws || ws.readyState === WebSocket.CLOSED) return resolve()
-      const force = setTimeout(() => ws.terminate(), 2000)
-      force.unref()
-      ws.once("close", () => {
-        clearTimeout(force)
-        resolve()
-      })
-      if (ws.readyState === WebSocket.CONNECTING) ws.terminate()
-      else ws.close(1000, "client closed")
-    })
+    const links = [...this.links]
+    for (const link of links) link.end(err, { close1000: true })
+    this.closing = Promise.all(links.map((link) => link.gone)).then(() => {})
     return this.closing
   }
 
-  // --- connection life cycle -------------------------------------------------------------
+  // --- connections -------------------------------------------------------------------------
 
   connect() {
-    if (this.closed) return
-    const headers = { ...(this.wsOptions.headers ?? {}) }
-    if (this.token) headers.Authorization = `Bearer ${this.token}`
-    let ws
-    try {
-      ws = new WebSocket(this.url, SUBPROTOCOL, {
-        ...this.wsOptions,
-        headers,
-        handshakeTimeout: this.handshakeTimeoutMs,
-        perMessageDeflate: false,
-      })
-    } catch (err) {
-      this.attemptFailed(err)
-      return
-    }
-    const socket = { ws, error: null, welcomeTimer: null }
-    this.ws = ws
-    this.socket = socket
-    ws.on("unexpected-response", (req, res) => {
-      let body = ""
-      let done = false
-      const finish = () => {
-        if (done) return
-        done = true
-        clearTimeout(guard)
-        socket.error ??= this.httpError(res.statusCode, body.trim())
-        ws.terminate()
-      }
-      const guard = setTimeout(finish, 1000)
-      res.setEncoding("utf8")
-      res.on("data", (chunk) => {
-        if (body.length < 300) body += chunk
-      })
-      res.on("end", finish)
-      res.on("error", finish)
-    })
-    ws.on("open", () => {
-      socket.welcomeTimer = setTimeout(() => {
-        socket.error ??= new Error(`the bridge sent no welcome within ${this.handshakeTimeoutMs} ms`)
-        ws.terminate()
-      }, this.handshakeTimeoutMs)
-    })
-    ws.on("message", (data, isBinary) => this.onMessage(socket, data, isBinary))
-    ws.on("ping", () => {
-      this.alive = true
-    })
-    ws.on("pong", () => {
-      this.alive = true
-    })
-    ws.on("error", (err) => {
-      socket.error ??= err
-    })
-    ws.on("close", (code, reason) => this.onClose(socket, code, String(reason)))
+    if (this.closed || this.connecting) return
+    const link = new Link(this)
+    link.gone = new Promise((resolve) => (link.markGone = resolve))
+    this.links.add(link)
+    this.connecting = link
   }
 
-  onMessage(socket, data, isBinary) {
-    if (this.closed || socket.ws !== this.ws) return
-    this.alive = true
-    let msg
-    try {
-      if (isBinary) throw new Error("binary frame")
-      msg = JSON.parse(String(data))
-      if (msg === null || typeof msg !== "object") throw new Error("not a JSON object")
-    } catch (err) {
-      socket.error ??= new Error(`the bridge sent an unreadable frame (${err.message})`)
-      socket.ws.terminate()
+  /** A link got its welcome: it takes new work; resumes go first. */
+  linkWelcomed(link) {
+    if (this.connecting === link) this.connecting = null
+    if (this.closed) {
+      link.end(this.closedError(), { close1000: true })
       return
     }
-    if (!this.welcome) {
-      this.onWelcome(socket, msg)
-      return
-    }
-    if (msg.type === "lease_lost") {
-      this.onLeaseLost(msg)
-      return
-    }
-    if (msg.id === undefined || msg.id === null) {
-      // A reply to a frame the bridge could not read: a client bug, or an unknown event type.
-      if (msg.ok === false) this.logger?.warn?.(`locking-bridge: the bridge rejected a frame: ${msg.error?.message}`)
-      return
-    }
-    const entry = this.inflight.get(msg.id)
-    if (!entry) return
-    this.inflight.delete(msg.id)
-    if (msg.ok === true) {
-      let result = msg.result ?? {}
-      try {
-        if (entry.transform) result = entry.transform(result)
-        entry.resolve(result)
-      } catch (err) {
-        entry.reject(err)
-      }
-    } else {
-      entry.reject(bridgeError(msg.error))
-    }
-    this.flush()
-  }
-
-  onWelcome(socket, msg) {
-    clearTimeout(socket.welcomeTimer)
-    if (msg.type !== "welcome" || msg.version !== PROTOCOL_VERSION) {
-      const what = msg.type === "welcome" ? `protocol version ${msg.version}` : `a "${msg.type}" message instead of a welcome`
-      socket.error = lockingError(
-        Types.UNEXPECTED_STATE,
-        `locking-bridge: the bridge at ${this.display} sent ${what}; this client speaks protocol version ${PROTOCOL_VERSION}`,
-        { bridgeCode: "protocol", fatal: true }
-      )
-      socket.ws.terminate()
-      return
-    }
-    this.welcome = msg
-    this.maxInFlight = msg.limits?.max_in_flight > 0 ? msg.limits.max_in_flight : 256
-    // The backoff is reset only once this connection has proved stable (see the close handler):
-    // a bridge that welcomes and then drops at once must not be hammered every 100 ms.
-    this.connectedAt = Date.now()
+    this.current = link
     this.lastError = null
     this.fatal = null
-    this.logger?.info?.(`locking-bridge: connected to the bridge at ${this.display} (namespace "${msg.namespace}")`)
-    this.alive = true
-    this.heartbeat = setInterval(() => {
-      if (!this.alive) {
-        socket.error ??= new Error(`the bridge did not answer heartbeats for ${2 * this.heartbeatIntervalMs} ms`)
-        socket.ws.terminate()
-        return
-      }
-      this.alive = false
-      socket.ws.ping()
-    }, this.heartbeatIntervalMs)
-    this.heartbeat.unref()
+    this.logger?.info?.(`locking-bridge: connected to the bridge at ${this.display} (namespace "${link.welcome.namespace}")`)
     for (const entry of this.queue) {
-      clearTimeout(entry.timer)
-      entry.timer = null
+      clearTimeout(entry.waitTimer)
+      entry.waitTimer = null
     }
     for (const waiter of this.waiters) {
       clearTimeout(waiter.timer)
@@ -302,63 +183,45 @@ class BridgeConnection {
     }
     this.waiters.clear()
     this.settleFirstAttempt(null)
+    this.requests.resumeAll()
     this.flush()
+    this.requests.settleDue()
   }
 
-  onLeaseLost(msg) {
-    const lease = this.leases.get(msg.lease)
-    if (!lease) return
-    this.leases.delete(msg.lease)
-    const reason = msg.error?.message
-      ? lockingError(msg.error.type || Types.CONFLICT, msg.error.message)
-      : lockLost(Array.isArray(msg.keys) ? msg.keys : lease.keys)
-    this.logger?.warn?.(reason.message)
-    lease.lose(reason)
-  }
-
-  onClose(socket, code, reason) {
-    clearTimeout(socket.welcomeTimer)
-    if (socket.ws !== this.ws) return
-    this.ws = null
-    this.socket = null
-    clearInterval(this.heartbeat)
-    this.heartbeat = null
-    const wasConnected = this.welcome !== null
-    this.welcome = null
-    if (this.closed) return
-    const why = socket.error?.message ?? `closed with code ${code}${reason ? ` (${reason})` : ""}`
-    this.lastError = socket.error ?? new Error(why)
-    if (socket.error?.fatal) this.fatal = socket.error
-    if (wasConnected) {
-      if (Date.now() - this.connectedAt >= this.reconnectMaxDelayMs) this.attempt = 0
-      this.logger?.warn?.(`locking-bridge: lost the connection to the bridge at ${this.display}: ${why}; reconnecting`)
-      const lost = lockingError(
-        Types.UNEXPECTED_STATE,
-        `locking-bridge: the connection to the bridge at ${this.display} closed: ${why}`,
-        { bridgeCode: "connection_lost" }
-      )
-      this.loseLeases(lost)
-      const again = []
-      for (const entry of this.inflight.values()) {
-        if (entry.retry) {
-          again.push(entry)
-        } else {
-          entry.reject(lockingError(
-            Types.UNEXPECTED_STATE,
-            `locking-bridge: the connection to the bridge at ${this.display} closed while "${entry.op}" was in flight (${why}); its outcome is unknown`,
-            { bridgeCode: "connection_lost" }
-          ))
-        }
-      }
-      this.inflight.clear()
-      this.queue.unshift(...again)
-    } else {
-      this.attemptFailed(this.lastError)
-      if (this.closed) return
-    }
-    if (this.fatal) this.failAll(this.fatal)
-    for (const entry of this.queue) this.armConnectWait(entry)
+  /** A link got going_away (or a shutting_down reply): new work waits for another connection. */
+  linkDraining(link) {
+    if (this.current !== link) return
+    this.current = null
+    for (const entry of this.queue) this.armWait(entry)
     this.scheduleReconnect()
+  }
+
+  /** A link ended (its leases are already lost); orphans are the requests it never answered. */
+  linkEnded(link, cause, orphans, wasOpen) {
+    if (this.connecting === link) this.connecting = null
+    const wasCurrent = this.current === link
+    if (wasCurrent) this.current = null
+    if (this.closed) {
+      // Leases of a closed connection are freed by the bridge: nothing was left to give back.
+      for (const entry of orphans) this.finish(entry, entry.op === "lease_release" ? null : this.closedError(), false)
+      return
+    }
+    if (!wasOpen) {
+      this.attemptFailed(cause)
+      return
+    }
+    this.lastError = cause
+    if (performance.now() - link.welcomedAt >= this.reconnectMaxDelayMs) this.attempt = 0
+    this.logger?.warn?.(`locking-bridge: lost the connection to the bridge at ${this.display}: ${cause.message}; reconnecting`)
+    this.requests.orphaned(link, orphans)
+    if (wasCurrent) for (const entry of this.queue) this.armWait(entry)
+    if (!this.current) this.scheduleReconnect()
+  }
+
+  /** The link's socket is gone. */
+  linkGone(link) {
+    this.links.delete(link)
+    link.markGone()
   }
 
   attemptFailed(err) {
@@ -376,12 +239,13 @@ class BridgeConnection {
         waiter.reject(this.fatal)
       }
       this.waiters.clear()
+      for (const entry of this.queue.splice(0)) this.finish(entry, this.fatal)
     }
-    if (!this.ws) this.scheduleReconnect() // new WebSocket() itself threw
+    this.scheduleReconnect()
   }
 
   scheduleReconnect() {
-    if (this.closed || this.reconnectTimer) return
+    if (this.closed || this.reconnectTimer || this.connecting) return
     const base = this.fatal
       ? this.reconnectMaxDelayMs
       : Math.min(this.reconnectMaxDelayMs, this.reconnectMinDelayMs * 2 ** Math.min(this.attempt, 30))
@@ -392,71 +256,72 @@ class BridgeConnection {
       this.connect()
     }, delay)
     // Keep the process alive only while someone waits for the connection.
-    if (this.queue.length === 0 && this.waiters.size === 0) this.reconnectTimer.unref()
+    if (this.queue.length === 0 && this.waiters.size === 0 && this.requests.settling.size === 0) this.reconnectTimer.unref()
   }
 
-  // --- requests ----------------------------------------------------------------------------
+  // --- the queue ---------------------------------------------------------------------------
 
-  enqueue(entry) {
-    if (this.fatal && !this.welcome) {
-      entry.reject(this.fatal)
-      return
-    }
-    this.queue.push(entry)
-    if (!this.welcome) {
-      this.armConnectWait(entry)
-      if (this.reconnectTimer) this.reconnectTimer.ref()
+  /** Queues entry for the current link (front: before the new work). */
+  enqueue(entry, { front = false } = {}) {
+    if (this.closed) return this.finish(entry, this.closedError())
+    if (this.fatal && !this.current) return this.finish(entry, this.fatal)
+    if (front) this.queue.unshift(entry)
+    else this.queue.push(entry)
+    if (!this.current) {
+      this.armWait(entry)
+      this.reconnectTimer?.ref()
     }
     this.flush()
   }
 
-  /** Starts the wait limit of a queued entry while there is no connection. */
-  armConnectWait(entry) {
-    if (entry.timer) return
-    const started = Date.now()
-    const limit = entry.deadline !== undefined ? entry.deadline - started : entry.connectWaitMs
+  /** Starts the wait limit of a queued entry while there is no connection taking work. */
+  armWait(entry) {
+    if (entry.waitTimer) return
+    const started = performance.now()
+    const limit = entry.deadline !== undefined ? entry.deadline - started : entry.waitMs
     if (!(limit < MAX_TIMER_MS)) return // no limit
-    entry.timer = setTimeout(() => {
-      entry.timer = null
+    entry.waitTimer = setTimeout(() => {
+      entry.waitTimer = null
       const i = this.queue.indexOf(entry)
       if (i < 0) return
       this.queue.splice(i, 1)
-      entry.reject(this.notConnected(Date.now() - started))
+      this.finish(entry, this.notConnected(performance.now() - started))
     }, Math.max(0, limit))
   }
 
   flush() {
-    while (this.welcome && this.queue.length > 0 && this.inflight.size < this.maxInFlight) {
+    const link = this.current
+    while (link?.takesWork && this.queue.length > 0 && link.counted < link.maxInFlight) {
       const entry = this.queue.shift()
-      clearTimeout(entry.timer)
-      entry.timer = null
-      entry.id = this.nextId++
-      this.inflight.set(entry.id, entry)
-      // A failed send shows up as a close event, which settles the entry.
-      this.ws.send(JSON.stringify({ id: entry.id, op: entry.op, ...entry.fields }), () => {})
+      clearTimeout(entry.waitTimer)
+      entry.waitTimer = null
+      link.send(entry)
     }
   }
 
-  failAll(err) {
-    for (const entry of this.queue) {
-      clearTimeout(entry.timer)
-      entry.reject(err)
+  /** Settles a request's promise once (internal entries pass errors on to what they serve). */
+  finish(entry, err, result) {
+    if (entry.done) return
+    entry.done = true
+    clearTimeout(entry.waitTimer)
+    if (entry.op === "settle") {
+      if (err) this.finish(entry.acquire, err)
+      return
     }
-    this.queue = []
-    for (const waiter of this.waiters) {
-      clearTimeout(waiter.timer)
-      waiter.reject(err)
+    if (entry.op === "resume") {
+      if (err) for (const inner of entry.group.entries.values()) this.finish(inner, err)
+      return
     }
-    this.waiters.clear()
-  }
-
-  loseLeases(cause) {
-    // Every key is lost; name them as the bridge does: de-duplicated and sorted.
-    for (const lease of this.leases.values()) lease.lose(lockLost([...new Set(lease.keys)].sort(), cause))
-    this.leases.clear()
+    if (entry.internal) return
+    if (err) entry.reject(err)
+    else entry.resolve(result)
   }
 
   // --- errors ------------------------------------------------------------------------------
+
+  bridgeError(error) {
+    return bridgeError(error)
+  }
 
   closedError() {
     return lockingError(Types.UNEXPECTED_STATE, "locking-bridge: the client is closed", { bridgeCode: "closed" })
@@ -470,33 +335,6 @@ class BridgeConnection {
       { bridgeCode: "not_connected" }
     )
   }
-
-  httpError(status, body) {
-    const detail = body ? `: ${body}` : ""
-    const fatal = FATAL_STATUSES.has(status)
-    if (status === 401) {
-      const hint = this.token ? `the bridge refused the token; check the "token" option` : `the bridge requires a token; set the "token" option`
-      return lockingError(Types.UNAUTHORIZED, `locking-bridge: ${hint} (HTTP 401 from ${this.display}${detail})`, { bridgeCode: "unauthorized", fatal })
-    }
-    if (status === 403) {
-      return lockingError(Types.NOT_ALLOWED, `locking-bridge: the bridge at ${this.display} refused the connection (HTTP 403${detail})`, { bridgeCode: "forbidden", fatal })
-    }
-    if (fatal) {
-      return lockingError(
-        Types.UNEXPECTED_STATE,
-        `locking-bridge: ${this.display} refused the WebSocket upgrade (HTTP ${status}${detail}); is it a locktui bridge speaking protocol v${PROTOCOL_VERSION}?`,
-        { bridgeCode: "refused", fatal }
-      )
-    }
-    return new Error(`the bridge answered HTTP ${status}${detail}`)
-  }
 }
 
-/** Rebuilds a bridge error reply as a (Medusa)Error; conflicts carry stock's message only. */
-function bridgeError(error) {
-  const type = typeof error?.type === "string" && error.type ? error.type : Types.UNEXPECTED_STATE
-  const message = typeof error?.message === "string" && error.message ? error.message : "locking-bridge: the bridge reported an error without a message"
-  return lockingError(type, message, type === Types.CONFLICT ? undefined : { bridgeCode: error?.code })
-}
-
-module.exports = { BridgeConnection, Lease, DEFAULTS, SUBPROTOCOL, PROTOCOL_VERSION }
+module.exports = { BridgeConnection, DEFAULTS, SUBPROTOCOL, PROTOCOL_VERSION }

@@ -64,17 +64,11 @@ function quoteKeys(keys) {
   return keys.map((k) => `"${k}"`).join(", ")
 }
 
-/** Stock's "Failed to acquire lock for key" conflict. */
-function notAcquired(key) {
-  return lockingError(Types.CONFLICT, `Failed to acquire lock for key "${key}"`)
-}
-
-/** Stock's "Timed-out acquiring lock." conflict. */
-function timedOut() {
-  return lockingError(Types.CONFLICT, "Timed-out acquiring lock.")
-}
-
-/** Stock's "Lost the lock" conflict, the reason a job's signal is aborted with. */
+/**
+ * Stock's "Lost the lock" conflict, the reason a job's signal is aborted with when the client
+ * itself finds the lease lost (its deadline passed, the connection ended). The bridge's
+ * lease_lost event carries its own copy of the message, which is used as it comes.
+ */
 function lockLost(keys, cause) {
   return lockingError(
     Types.CONFLICT,
@@ -83,4 +77,38 @@ function lockLost(keys, cause) {
   )
 }
 
-module.exports = { Types, medusaUtils, lockingError, notAcquired, timedOut, lockLost, quoteKeys }
+/**
+ * Rebuilds a bridge error (a reply's or an event's `error`) as a (Medusa)Error. Conflicts carry
+ * the bridge's message (stock's, verbatim) and no bridgeCode, exactly as stock throws them; every
+ * other error keeps the bridge's code as `bridgeCode` (outcome_unknown, shutting_down,
+ * too_many_renewals, key_forbidden, …).
+ */
+function bridgeError(error) {
+  const type = typeof error?.type === "string" && error.type ? error.type : Types.UNEXPECTED_STATE
+  const message = typeof error?.message === "string" && error.message ? error.message : "locking-bridge: the bridge reported an error without a message"
+  return lockingError(type, message, type === Types.CONFLICT ? undefined : { bridgeCode: error?.code })
+}
+
+/**
+ * The error of a request whose reply was lost and whose outcome the bridge cannot tell any more
+ * (type unexpected_state, bridgeCode outcome_unknown). A release or releaseAll in that state is
+ * never sent again: another process with the same owner may hold a key by now.
+ *
+ * @param {string} op "release", "release_all" or "acquire"
+ * @param {{keys?: string[], owner?: string}} fields the request's fields
+ * @param {string} why what happened, e.g. "the bridge no longer knows the request"
+ */
+function outcomeUnknown(op, fields, why, cause) {
+  const owner = fields.owner ?? "*"
+  const what =
+    op === "release_all"
+      ? `releaseAll of owner "${owner}"`
+      : `${op === "acquire" ? "acquire" : "release"} of key(s) ${quoteKeys(fields.keys ?? [])} for owner "${owner}"`
+  const tail = op === "acquire" ? "" : "; it was not sent again, since another process with the same owner may hold the key(s) by now"
+  return lockingError(Types.UNEXPECTED_STATE, `locking-bridge: the outcome of the ${what} is unknown: ${why}${tail}`, {
+    bridgeCode: "outcome_unknown",
+    ...(cause ? { cause } : {}),
+  })
+}
+
+module.exports = { Types, medusaUtils, lockingError, lockLost, quoteKeys, bridgeError, outcomeUnknown }

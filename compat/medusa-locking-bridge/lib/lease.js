@@ -2,13 +2,23 @@
 
 // A lease of one execute call, held on one bridge connection.
 
+const { lockLost } = require("./errors")
+
 /**
- * A lease held by this connection: the keys of one execute call, renewed by the bridge until
- * released, lost (lease_lost event) or until the connection drops.
+ * A lease held on one connection (a Link): the keys of one execute call, renewed by the bridge
+ * until released or lost. Its signal aborts, with the "Lost the lock" conflict, the moment the
+ * client stops being certain of it: a lease_lost event, its own deadline, the connection's
+ * deadline, a drain deadline, the end of the connection or close().
  */
 class Lease {
-  constructor(connection, id, owner, keys) {
-    this.connection = connection
+  /**
+   * @param {import("./link").Link} link the connection the lease belongs to
+   * @param {string} id the bridge's lease id (valid on that connection only)
+   * @param {string} owner its execute:<uuid> owner
+   * @param {string[]} keys the keys as the caller gave them
+   */
+  constructor(link, id, owner, keys) {
+    this.link = link
     this.id = id
     this.owner = owner
     this.keys = keys
@@ -21,29 +31,23 @@ class Lease {
     return this.controller.signal
   }
 
-  lose(reason) {
+  /** Marks the lease lost and aborts its signal with reason, or with "Lost the lock" caused by cause. */
+  lose({ reason, cause }) {
     if (this.state !== "held") return
     this.state = "lost"
-    this.controller.abort(reason)
+    // Every key is lost; name them as the bridge does: de-duplicated and sorted.
+    this.controller.abort(reason ?? lockLost([...new Set(this.keys)].sort(), cause))
   }
 
   /**
-   * Gives the keys back. Resolves true when every key was still held and is now released,
-   * false when the lease was lost (the bridge already dropped it, or the connection closed and
-   * the bridge released it). Rejects when the bridge could not release (for example a Redis error).
+   * Gives the keys back. Resolves true when every key was still held and is now released, false
+   * when the lease was lost (the bridge already dropped it, or the connection ended and the
+   * bridge released it). Rejects when the bridge could not release (for example a Redis error).
    */
   async release() {
     if (this.state !== "held") return false
     this.state = "released"
-    this.connection.leases.delete(this.id)
-    try {
-      const result = await this.connection.request("lease_release", { lease: this.id }, { connectWaitMs: 0 })
-      return result?.released === true
-    } catch (err) {
-      // A closed connection takes its leases with it: the bridge releases them, owner-checked.
-      if (["connection_lost", "not_connected", "closed", "unknown_lease"].includes(err?.bridgeCode)) return false
-      throw err
-    }
+    return this.link.releaseLease(this)
   }
 }
 

@@ -5,13 +5,16 @@
 /** Longest delay setTimeout accepts; anything longer counts as "no limit". */
 const MAX_TIMER_MS = 2 ** 31 - 1
 
-/** Client defaults, all in milliseconds. */
+/**
+ * Client defaults, all in milliseconds. heartbeatIntervalMs has none: the client pings at the
+ * interval the bridge's welcome asks for (heartbeat.interval_ms) unless the option is set.
+ */
 const DEFAULTS = Object.freeze({
   connectTimeoutMs: 3000,
   handshakeTimeoutMs: 10000,
   reconnectMinDelayMs: 100,
   reconnectMaxDelayMs: 5000,
-  heartbeatIntervalMs: 15000,
+  heartbeatIntervalMs: undefined,
 })
 
 /** Parses the bridge URL: ws(s):// or http(s)://, path /ws when none is given. */
@@ -44,7 +47,7 @@ function describeUrl(u) {
   return copy.href
 }
 
-/** Reads a positive number of milliseconds option, or its default. */
+/** Reads a positive number of milliseconds option, or its default (undefined: none). */
 function msOption(options, name) {
   const v = options[name]
   if (v === undefined || v === null) return DEFAULTS[name]

@@ -130,19 +130,11 @@ class BridgeLockingProvider {
 
   /**
    * Takes a lease, waiting for a connection and for the keys within `timeout` seconds. A lease
-   * request cut off by a dropped connection is sent again: the bridge releases the leases of a
-   * closed connection, so a lost reply leaves nothing behind.
+   * request cut off by a lost connection is sent again within that time (the bridge releases the
+   * leases of an ended connection, so a lost reply leaves nothing behind).
    */
-  async lease_(keys, timeoutSeconds, expireSeconds) {
-    const deadline = Date.now() + timeoutSeconds * 1000
-    for (;;) {
-      const remaining = deadline - Date.now()
-      try {
-        return await this.client_.lease(keys, Math.max(remaining, 1) / 1000, expireSeconds, deadline)
-      } catch (err) {
-        if (err?.bridgeCode !== "connection_lost" || deadline - Date.now() <= 0) throw err
-      }
-    }
+  lease_(keys, timeoutSeconds, expireSeconds) {
+    return this.client_.lease(keys, expireSeconds, performance.now() + timeoutSeconds * 1000)
   }
 
   /**
@@ -158,11 +150,7 @@ class BridgeLockingProvider {
     let ttl = Math.max(args?.expire ?? this.waitLockingTimeout, 1)
     if (Number.isNaN(ttl)) ttl = 1
     const expire = args?.expire ? checkSeconds("expire", ttl, args.expire) : 0
-    await this.client_.request(
-      "acquire",
-      { keys, owner, expire, await_queue: awaitQueue },
-      { connectWaitMs: awaitQueue ? Infinity : undefined }
-    )
+    await this.client_.request("acquire", { keys, owner, expire, await_queue: awaitQueue }, { waitMs: awaitQueue ? Infinity : undefined })
   }
 
   /** Releases keys held by `ownerId` (default "*"); true only when every key was released. */
@@ -170,14 +158,14 @@ class BridgeLockingProvider {
     keys = toKeys(keys)
     if (keys.length === 0) return true
     const owner = toOwner(args?.ownerId)
-    const result = await this.client_.request("release", { keys, owner }, { retry: true })
+    const result = await this.client_.request("release", { keys, owner })
     return result?.released === true
   }
 
   /** Releases every key held by `ownerId` (default "*": only anonymous locks, as stock). */
   async releaseAll(args, sharedContext) {
     const owner = toOwner(args?.ownerId)
-    await this.client_.request("release_all", { owner }, { retry: true })
+    await this.client_.request("release_all", { owner })
   }
 
   /**
@@ -188,7 +176,7 @@ class BridgeLockingProvider {
     return this.client_.ready(timeoutMs)
   }
 
-  /** Closes the connection: pending calls reject, held leases are lost, no more reconnects. */
+  /** Closes the client: running jobs' signals abort, then the connection closes (1000); pending calls reject; no more reconnects. */
   close() {
     return this.client_.close()
   }

@@ -1,7 +1,7 @@
 "use strict"
 
-// Test environment: a redis-server and a locktui bridge of our own on free loopback ports, a TCP
-// proxy to cut connections, and a guard against unhandled rejections. Everything started here is
+// Test environment: a redis-server and a locktui bridge of our own on free loopback ports, a
+// fault-injecting TCP proxy (test-support/faultproxy.js), and a guard against unhandled rejections. Everything started here is
 // stopped by the test's after() hook, and killed when the process exits anyway.
 
 const { spawn, spawnSync } = require("node:child_process")
@@ -11,6 +11,7 @@ const net = require("node:net")
 const os = require("node:os")
 const path = require("node:path")
 const { setTimeout: sleep } = require("node:timers/promises")
+const { FaultProxy } = require("./faultproxy")
 
 const packageDir = path.resolve(__dirname, "..")
 const compatDir = path.resolve(packageDir, "..")
@@ -205,13 +206,14 @@ function httpStatus(url) {
 }
 
 /**
- * Starts the bridge on a free loopback port against redisUrl. With a token it requires that
- * token; without, it runs --insecure. Returns {url (ws), httpUrl, port, stop(), kill()}.
+ * Starts the bridge on a free loopback port (or port) against redisUrl. With a token it requires
+ * that token; without, it runs --insecure. args are more flags (e.g. ["--client-timeout", "1s"]).
+ * Returns {url (ws), httpUrl, port, child, stop() (SIGTERM), kill() (SIGKILL), metric(name)}.
  */
-async function startBridge({ redisUrl, token, namespace, port } = {}) {
+async function startBridge({ redisUrl, token, namespace, port, args: extra = [] } = {}) {
   const bin = await buildBridge()
   port ??= await freePort()
-  const args = ["--listen", `127.0.0.1:${port}`, "--redis", redisUrl]
+  const args = ["--listen", `127.0.0.1:${port}`, "--redis", redisUrl, ...extra]
   if (namespace !== undefined) args.push("--namespace", namespace)
   if (!token) args.push("--insecure")
   const env = { ...process.env }
@@ -230,77 +232,36 @@ async function startBridge({ redisUrl, token, namespace, port } = {}) {
     child,
     stop: () => stopChild(child),
     kill: () => stopChild(child, "SIGKILL"),
+    /** The sum of a metric's samples whose labels match every given label, from /metrics. */
+    metric: async (name, labels = {}) => {
+      const text = await httpText(`${httpUrl}/metrics`)
+      let sum = 0
+      for (const line of text.split("\n")) {
+        const m = /^([a-z_]+)(\{[^}]*\})? ([0-9.e+-]+)$/.exec(line)
+        if (!m || m[1] !== name) continue
+        if (Object.entries(labels).every(([k, v]) => (m[2] ?? "").includes(`${k}="${v}"`))) sum += Number(m[3])
+      }
+      return sum
+    },
   }
 }
 
-/**
- * A TCP proxy in front of the bridge, to cut client connections without stopping the bridge.
- * drop() destroys every open connection; setBlocked(true) refuses new ones (they are closed at
- * once) until setBlocked(false); hold() stops forwarding what clients send (so requests stay
- * in flight) until the next drop(); blackhole() stops forwarding both ways on open connections.
- */
-async function startProxy(targetPort) {
-  const pairs = new Set()
-  let blocked = false
-  let holding = false
-  const server = net.createServer((client) => {
-    if (blocked) {
-      client.destroy()
-      return
-    }
-    const upstream = net.connect(targetPort, "127.0.0.1")
-    const pair = { client, upstream }
-    pairs.add(pair)
-    const end = () => {
-      client.destroy()
-      upstream.destroy()
-      pairs.delete(pair)
-    }
-    client.on("error", end).on("close", end)
-    upstream.on("error", end).on("close", end)
-    if (holding) client.pause()
-    else client.pipe(upstream)
-    upstream.pipe(client)
+function httpText(url) {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, (res) => {
+      let body = ""
+      res.setEncoding("utf8")
+      res.on("data", (d) => (body += d))
+      res.on("end", () => resolve(body))
+    })
+    req.setTimeout(2000, () => req.destroy(new Error("timeout")))
+    req.on("error", reject)
   })
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const { port } = server.address()
-  const drop = () => {
-    holding = false
-    for (const { client, upstream } of pairs) {
-      client.destroy()
-      upstream.destroy()
-    }
-    pairs.clear()
-  }
-  return {
-    port,
-    url: `ws://127.0.0.1:${port}/ws`,
-    connections: () => pairs.size,
-    drop,
-    hold: () => {
-      holding = true
-      for (const { client, upstream } of pairs) {
-        client.unpipe(upstream)
-        client.pause()
-      }
-    },
-    /** Silently stops forwarding in both directions on the open connections (a dead peer). */
-    blackhole: () => {
-      for (const { client, upstream } of pairs) {
-        client.unpipe(upstream)
-        upstream.unpipe(client)
-        client.pause()
-        upstream.pause()
-      }
-    },
-    setBlocked: (b) => {
-      blocked = b
-    },
-    stop: () => {
-      drop()
-      return new Promise((resolve) => server.close(resolve))
-    },
-  }
+}
+
+/** A fault-injecting TCP proxy to targetPort (see test-support/faultproxy.js). */
+function startProxy(targetPort) {
+  return FaultProxy.start(targetPort)
 }
 
 /**
@@ -337,6 +298,7 @@ module.exports = {
   buildBridge,
   startBridge,
   startProxy,
+  stopChild,
   guardUnhandledRejections,
   redisClient,
   buildStockProvider,

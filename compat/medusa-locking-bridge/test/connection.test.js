@@ -1,7 +1,8 @@
 "use strict"
 
-// Connection life: dropped connections (through a TCP proxy in front of the bridge), calls made
-// while disconnected, close(), and token authentication.
+// Connection life: dropped connections (through a fault proxy in front of the bridge), calls made
+// while disconnected, close(), and token authentication. The bridge runs with a 1 s client
+// timeout, so a silent connection is noticed within a second.
 
 const { describe, test, before, after } = require("node:test")
 const assert = require("node:assert/strict")
@@ -11,6 +12,7 @@ const { createBridgeLockingProvider } = require("..")
 const NS = "medusa_lock:"
 let proxy
 const env = useBridgeEnv({
+  bridgeOptions: { args: ["--client-timeout", "1s"] },
   setup: async (env) => {
     proxy = await startProxy(env.bridge.port)
     env.onClose(() => proxy.stop())
@@ -22,8 +24,14 @@ function proxied(options = {}) {
   return env.provider({ url: proxy.url, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 200, ...options })
 }
 
-/** Waits until the provider has n requests in flight on its connection. */
-const inFlight = (locks, n) => waitFor(`${n} request(s) in flight`, () => locks.client_.inflight.size === n)
+/** Waits until the provider has n requests in flight on its connections. */
+const inFlight = (locks, n) => waitFor(`${n} request(s) in flight`, () => locks.client_.inflightCount === n)
+
+/** Cuts the open connections and lets the next ones through. */
+function cutAndRestore() {
+  proxy.restore()
+  proxy.cut()
+}
 
 describe("a dropped connection", () => {
   test("aborts running jobs with \"Lost the lock\"; the bridge releases their keys; the client reconnects", async () => {
@@ -42,7 +50,7 @@ describe("a dropped connection", () => {
       .catch((e) => e)
     await jobStarted
     assert.match(await env.raw.get(NS + key), /^execute:/)
-    proxy.drop()
+    proxy.cut()
     const err = await run
     assert.equal(err, signal.reason)
     assert.equal(err.type, "conflict")
@@ -53,54 +61,52 @@ describe("a dropped connection", () => {
     assert.equal(await locks.release(key, { ownerId: "after" }), true)
   })
 
-  test("rejects in-flight acquires (outcome unknown) with a clear error", async () => {
-    const locks = proxied()
-    await locks.acquire("cd_wait", { ownerId: "holder", expire: 30 })
-    const waiting = locks.acquire("cd_wait", { awaitQueue: true }).catch((e) => e)
+  test("an acquire waiting in the queue is resumed as cancelled and sent again", async () => {
+    const debug = []
+    const locks = proxied({ logger: { debug: (m) => debug.push(m) } })
+    await env.raw.set(NS + "cd_wait", "holder")
+    const waiting = locks.acquire("cd_wait", { ownerId: "waiter", awaitQueue: true })
     await inFlight(locks, 1)
-    proxy.drop()
-    const err = await waiting
-    assert.equal(err.type, "unexpected_state")
-    assert.equal(err.bridgeCode, "connection_lost")
-    assert.match(err.message, /closed while "acquire" was in flight .*its outcome is unknown/)
-
-    await locks.ready(20000)
-    proxy.hold()
-    const named = locks.acquire("cd_acq", { ownerId: "o" }).catch((e) => e)
-    await inFlight(locks, 1)
-    proxy.drop()
-    assert.equal((await named).bridgeCode, "connection_lost")
-    assert.equal(await env.raw.get(NS + "cd_acq"), null, "the held request never reached the bridge")
-    assert.equal(await locks.release("cd_wait", { ownerId: "holder" }), true)
+    proxy.cut()
+    await waitFor("the resume", () => debug.some((m) => /"acquire" .*: cancelled/.test(m)))
+    await env.raw.del(NS + "cd_wait")
+    assert.equal(await waiting, undefined)
+    assert.equal(await env.raw.get(NS + "cd_wait"), "waiter")
+    assert.equal(await locks.release("cd_wait", { ownerId: "waiter" }), true)
   })
 
-  test("sends release and releaseAll again after reconnecting", async () => {
-    const locks = proxied()
+  test("requests that never reached the bridge are resumed as not_received and sent again", async () => {
+    const debug = []
+    const locks = proxied({ logger: { debug: (m) => debug.push(m) } })
     await locks.acquire(["cd_rel", "cd_rel_all"], { ownerId: "o" })
-    proxy.hold()
+    proxy.blackhole("up")
+    const acquired = locks.acquire("cd_acq", { ownerId: "o" })
     const released = locks.release("cd_rel", { ownerId: "o" })
     const releasedAll = locks.releaseAll({ ownerId: "o" })
-    await inFlight(locks, 2)
-    proxy.drop()
+    await inFlight(locks, 3)
+    cutAndRestore()
+    assert.equal(await acquired, undefined)
     assert.equal(await released, true)
     assert.equal(await releasedAll, undefined)
+    assert.equal(debug.filter((m) => /: not_received/.test(m)).length, 3, debug.join("\n"))
     assert.equal(await env.raw.get(NS + "cd_rel_all"), null)
+    await env.raw.del(NS + "cd_acq") // the bridge runs requests concurrently: in either order
   })
 
   test("sends a lease request again, within execute's timeout", async () => {
     const locks = proxied()
     await locks.ready(20000)
-    proxy.hold()
+    proxy.blackhole("up")
     const run = locks.execute("cd_lease_retry", async () => "ran", { timeout: 30 })
     await inFlight(locks, 1)
-    proxy.drop()
+    cutAndRestore()
     assert.equal(await run, "ran")
   })
 })
 
 describe("heartbeats", () => {
-  test("a silent connection is dropped and replaced; its jobs' signals abort", async () => {
-    const locks = proxied({ heartbeatIntervalMs: 200 })
+  test("a silent connection is closed by its deadline and replaced; its jobs' signals abort", async () => {
+    const locks = proxied()
     let started
     const jobStarted = new Promise((resolve) => (started = resolve))
     const run = locks
@@ -111,12 +117,30 @@ describe("heartbeats", () => {
       })
       .catch((e) => e)
     await jobStarted
-    proxy.blackhole()
+    proxy.blackhole("both")
     const err = await run
     assert.match(err.message, /^Lost the lock for key\(s\) "cd_silent"/)
-    assert.match(err.cause?.message, /did not answer heartbeats/)
+    assert.equal(err.cause?.bridgeCode, "heartbeat_timeout")
+    assert.match(err.cause?.message, /answered nothing sent in the last \d+ ms \(its client timeout is 1000 ms\)/)
+    cutAndRestore()
     await locks.acquire("cd_silent_after", { ownerId: "o" })
     assert.equal(await locks.release("cd_silent_after", { ownerId: "o" }), true)
+  })
+
+  test("a heartbeatIntervalMs the bridge's timeout cannot work with is refused in one line", async () => {
+    // timeout 1000 ms, margin 250 ms: at most (1000 - 250) / 2 = 375 ms.
+    const locks = proxied({ heartbeatIntervalMs: 376 })
+    await assert.rejects(locks.ready(20000), (err) => {
+      assert.equal(err.bridgeCode, "heartbeat_interval")
+      assert.equal(err.type, "invalid_argument")
+      assert.match(err.message, /^locking-bridge: heartbeatIntervalMs 376 is too long for the bridge at .*: its client timeout is 1000 ms, so the client must ping at least every 375 ms/)
+      assert.doesNotMatch(err.message, /\n/)
+      return true
+    })
+    await assert.rejects(locks.acquire("cd_hb"), { bridgeCode: "heartbeat_interval" })
+    const ok = proxied({ heartbeatIntervalMs: 375 })
+    await ok.acquire("cd_hb", { ownerId: "o" })
+    assert.equal(await ok.release("cd_hb", { ownerId: "o" }), true)
   })
 })
 
@@ -124,13 +148,13 @@ describe("calls made while disconnected", () => {
   test("wait for the connection (acquire up to connectTimeoutMs, execute up to its timeout)", async () => {
     const locks = proxied({ connectTimeoutMs: 30000 })
     await locks.ready(20000)
-    proxy.setBlocked(true)
-    proxy.drop()
+    proxy.refuse(true)
+    proxy.cut()
     await waitFor("the client to notice", () => !locks.client_.connected)
     const acquired = locks.acquire("cd_during", { ownerId: "o" })
     const executed = locks.execute("cd_during_exec", async () => "ran", { timeout: 30 })
     await sleep(200)
-    proxy.setBlocked(false)
+    proxy.refuse(false)
     assert.equal(await acquired, undefined)
     assert.equal(await executed, "ran")
     assert.equal(await env.raw.get(NS + "cd_during"), "o")
@@ -197,7 +221,7 @@ describe("close()", () => {
 describe("token authentication", () => {
   let secured
   before(async () => {
-    secured = await startBridge({ redisUrl: env.redis.url, token: "s3cret-token,app-token:app-" })
+    secured = await startBridge({ redisUrl: env.redis.url, token: "s3cret-token,app-token;owner=app-,keys-token;keys=app:" })
   })
   after(async () => {
     await secured?.stop()
@@ -234,6 +258,18 @@ describe("token authentication", () => {
     assert.equal(await locks.release("auth_prefixed", { ownerId: "app-1" }), true)
     assert.equal(await locks.execute("auth_prefixed", async () => "leases are allowed"), "leases are allowed")
   })
+
+  test("a token restricted to a key prefix refuses other keys (key_forbidden)", async () => {
+    const locks = env.provider({ url: secured.url, token: "keys-token" })
+    for (const call of [() => locks.acquire("elsewhere", { ownerId: "o" }), () => locks.execute(["app:1", "elsewhere"], async () => "never")]) {
+      await assert.rejects(call(), (err) => {
+        assert.equal(err.type, "not_allowed")
+        assert.equal(err.bridgeCode, "key_forbidden")
+        return true
+      })
+    }
+    assert.equal(await locks.execute("app:1", async () => "allowed"), "allowed")
+  })
 })
 
 describe("a bridge that welcomes and drops at once", () => {
@@ -244,7 +280,7 @@ describe("a bridge that welcomes and drops at once", () => {
     const server = new WebSocketServer({ host: "127.0.0.1", port, handleProtocols: (protocols) => [...protocols][0] })
     server.on("connection", (ws) => {
       connections++
-      ws.send(JSON.stringify({ type: "welcome", version: 1, namespace: NS, limits: { max_in_flight: 8 } }))
+      ws.send(JSON.stringify({ type: "welcome", version: 2, namespace: NS, session: "0123456789abcdef0123456789abcdef", resume_ms: 60000, heartbeat: { interval_ms: 1000, timeout_ms: 4000 }, limits: { max_in_flight: 8 } }))
       ws.close(1001, "going away")
     })
     const locks = createBridgeLockingProvider({ url: `ws://127.0.0.1:${port}/ws`, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 400 })

@@ -1,0 +1,134 @@
+"use strict"
+
+// When a connection's leases stop being certain, on the client's own clock (performance.now()),
+// whatever the network does (docs/bridge-protocol.md, "Heartbeats and lease deadlines"):
+//
+// * the connection: every lease of it is lost at (send time of the latest request the bridge
+//   answered, a ping or the lease request itself) + timeout_ms − margin, margin = timeout_ms/4.
+//   The bridge received that request after it was sent and never frees the connection's leases
+//   before timeout_ms after the last frame it received;
+// * each lease: lost at (send time of a request) + valid_ms, the latest among its answered
+//   `lease` and `ping` requests, so the holder stops believing no later than the bridge does;
+// * a draining connection (going_away): every lease is lost at receipt + drain_ms − margin.
+
+const { Types, lockingError } = require("./errors")
+
+/** The margin below the bridge's client timeout: clock-rate differences and late timers. */
+function marginOf(timeoutMs) {
+  return timeoutMs / 4
+}
+
+/**
+ * The ping interval for a welcome: the configured one, else the bridge's. Throws (one line) when
+ * the configured interval leaves room for less than two pings before the connection deadline.
+ *
+ * @param {number|undefined} configuredMs the heartbeatIntervalMs option
+ * @param {{interval_ms: number, timeout_ms: number}} heartbeat the welcome's
+ * @param {string} display the bridge URL for the message
+ */
+function heartbeatInterval(configuredMs, heartbeat, display) {
+  if (configuredMs === undefined) return heartbeat.interval_ms
+  const max = (heartbeat.timeout_ms - marginOf(heartbeat.timeout_ms)) / 2
+  if (configuredMs > max) {
+    throw lockingError(
+      Types.INVALID_ARGUMENT,
+      `locking-bridge: heartbeatIntervalMs ${configuredMs} is too long for the bridge at ${display}: its client timeout is ${heartbeat.timeout_ms} ms, so the client must ping at least every ${max} ms ((timeout_ms - timeout_ms/4)/2); lower the option or leave it unset to ping every ${heartbeat.interval_ms} ms as the bridge asks`,
+      { bridgeCode: "heartbeat_interval", fatal: true }
+    )
+  }
+  return configuredMs
+}
+
+/**
+ * The deadlines of one connection and the one timer that watches them. on.connection() runs
+ * when the connection deadline passes; on.lease(lease, why) for each lease whose own deadline
+ * (why "lease") or the drain deadline (why "drain") passes.
+ */
+class Deadlines {
+  /**
+   * @param {{timeoutMs: number, since: number}} opts since: a time the bridge certainly received something after (the upgrade request's send time)
+   * @param {{connection(): void, lease(lease: object, why: "lease"|"drain"): void}} on
+   */
+  constructor({ timeoutMs, since }, on) {
+    this.timeoutMs = timeoutMs
+    this.margin = marginOf(timeoutMs)
+    this.proof = since
+    this.drainAt = Infinity
+    this.leases = new Map() // lease -> deadline
+    this.on = on
+    this.timer = null
+    this.stopped = false
+    this.schedule()
+  }
+
+  /** The connection deadline: every lease of it is lost then. */
+  get connectionDeadline() {
+    return this.proof + this.timeoutMs - this.margin
+  }
+
+  /** The bridge answered a request sent at sentAt. */
+  answered(sentAt) {
+    if (sentAt <= this.proof) return
+    this.proof = sentAt
+    this.schedule()
+  }
+
+  /** The bridge said, answering a request sent at sentAt, that lease is valid for validMs more. */
+  valid(lease, sentAt, validMs) {
+    const at = sentAt + (Number.isFinite(validMs) ? validMs : 0)
+    const before = this.leases.get(lease) ?? -Infinity
+    if (at > before) this.leases.set(lease, at)
+    this.schedule()
+  }
+
+  /** The deadline of lease: the earliest of its own, the connection's and the drain's. */
+  deadlineOf(lease) {
+    return Math.min(this.leases.get(lease) ?? -Infinity, this.connectionDeadline, this.drainAt)
+  }
+
+  forget(lease) {
+    this.leases.delete(lease)
+  }
+
+  /** going_away: every lease is lost at receipt + drainMs − margin. */
+  drain(drainMs) {
+    this.drainAt = Math.min(this.drainAt, performance.now() + drainMs - this.margin)
+    this.schedule()
+  }
+
+  stop() {
+    this.stopped = true
+    clearTimeout(this.timer)
+    this.timer = null
+  }
+
+  schedule() {
+    if (this.stopped) return
+    let next = this.connectionDeadline
+    for (const lease of this.leases.keys()) next = Math.min(next, this.deadlineOf(lease))
+    clearTimeout(this.timer)
+    // A timer fires late, never early; the margin covers that for the connection, and each
+    // check reads the clock instead of trusting the timer.
+    this.timer = setTimeout(() => this.check(), Math.max(0, Math.ceil(next - performance.now())))
+    this.timer.unref()
+  }
+
+  check() {
+    if (this.stopped) return
+    const now = performance.now()
+    if (now >= this.connectionDeadline) {
+      this.on.connection()
+      return
+    }
+    for (const lease of [...this.leases.keys()]) {
+      if (this.stopped) return
+      if (now >= this.deadlineOf(lease)) {
+        this.leases.delete(lease)
+        this.on.lease(lease, now >= this.drainAt ? "drain" : "lease")
+      }
+    }
+    this.schedule()
+  }
+}
+
+module.exports = { Deadlines, heartbeatInterval, marginOf }

@@ -1,0 +1,233 @@
+"use strict"
+
+// One connection to the bridge (a "link"): its socket, its welcome and session, the requests in
+// flight on it, its leases, its heartbeat and deadlines, and its end. What becomes of requests
+// whose replies a link never delivered is lib/requests.js's business; the reconnect loop and the
+// queue of new work are lib/connection.js's.
+
+const { Types, lockingError } = require("./errors")
+const { BridgeSocket } = require("./socket")
+const { Deadlines, heartbeatInterval } = require("./deadlines")
+
+/** A connection to the bridge, from the upgrade to its end. */
+class Link {
+  /** @param {import("./connection").BridgeConnection} client */
+  constructor(client) {
+    this.client = client
+    this.state = "connecting" // connecting | open | draining | ended
+    this.welcome = null
+    this.welcomedAt = 0
+    this.inflight = new Map() // id -> entry
+    this.counted = 0 // entries in flight that count toward max_in_flight
+    this.maxInFlight = 256
+    this.leases = new Map() // lease id -> Lease
+    this.deadlines = null
+    this.pinger = null
+    this.refusal = null
+    this.socket = new BridgeSocket(
+      { url: client.url, display: client.display, token: client.token, wsOptions: client.wsOptions, handshakeTimeoutMs: client.handshakeTimeoutMs },
+      {
+        welcome: (msg) => this.onWelcome(msg),
+        frame: (msg) => this.onFrame(msg),
+        peerClose: (code) => this.onPeerClose(code),
+        end: (error) => this.onSocketEnd(error),
+      }
+    )
+  }
+
+  /** The bridge's client timeout on this connection (heartbeat.timeout_ms). */
+  get timeoutMs() {
+    return this.welcome.heartbeat.timeout_ms
+  }
+
+  /** True while this link takes new work (welcomed, no going_away, not ended). */
+  get takesWork() {
+    return this.state === "open" && this.socket.open
+  }
+
+  /** True while requests about this link's own leases (ping, lease_release) can be sent. */
+  get usable() {
+    return (this.state === "open" || this.state === "draining") && this.socket.open
+  }
+
+  onWelcome(msg) {
+    let interval
+    try {
+      interval = heartbeatInterval(this.client.heartbeatIntervalMs, msg.heartbeat, this.client.display)
+    } catch (err) {
+      // Not usable: the client could not keep its leases certain. It holds none yet.
+      this.refusal = err
+      this.end(err, { close1000: true })
+      return
+    }
+    this.welcome = msg
+    this.welcomedAt = performance.now()
+    this.state = "open"
+    this.maxInFlight = msg.limits?.max_in_flight > 0 ? msg.limits.max_in_flight : 256
+    this.deadlines = new Deadlines(
+      { timeoutMs: msg.heartbeat.timeout_ms, since: this.socket.startedAt },
+      { connection: () => this.connectionExpired(), lease: (lease, why) => this.leaseExpired(lease, why) }
+    )
+    this.pinger = setInterval(() => this.ping(), interval)
+    this.pinger.unref()
+    this.client.linkWelcomed(this)
+  }
+
+  /** Sends entry with a fresh id (increasing across every connection of the client). */
+  send(entry, { counted = true } = {}) {
+    const id = this.client.nextId++
+    const fields = entry.build ? entry.build() : entry.fields
+    entry.id = id
+    entry.link = this
+    entry.sent = fields
+    entry.counted = counted
+    this.inflight.set(id, entry)
+    if (counted) this.counted++
+    entry.sentAt = this.socket.send({ id, op: entry.op, ...fields })
+  }
+
+  ping() {
+    if (!this.usable) return
+    this.send({ op: "ping", fields: {}, internal: true }, { counted: false })
+  }
+
+  onFrame(msg) {
+    if (this.state === "ended") return
+    if (msg.type === "lease_lost") return this.onLeaseLost(msg)
+    if (msg.type === "going_away") return this.onGoingAway(msg)
+    if (msg.id === undefined || msg.id === null) {
+      // A reply to a frame the bridge could not read: a client bug, or an unknown event type.
+      this.client.logger?.warn?.(`locking-bridge: the bridge sent ${msg.ok === false ? `an error for an unreadable frame: ${msg.error?.message}` : `an unknown message "${msg.type}"`}`)
+      return
+    }
+    const entry = this.inflight.get(msg.id)
+    if (!entry) return
+    this.inflight.delete(msg.id)
+    if (entry.counted) this.counted--
+    // The bridge received the request after it was sent: its timeout runs from later than that.
+    this.deadlines.answered(entry.sentAt)
+    if (entry.op === "ping") this.pinged(entry, msg)
+    else this.client.requests.reply(entry, msg, this)
+    this.client.flush()
+  }
+
+  /** A ping reply: {leases: {id: valid_ms}} extends each lease's own deadline. */
+  pinged(entry, msg) {
+    const valid = msg.ok === true ? msg.result?.leases : null
+    if (!valid || typeof valid !== "object") return
+    for (const [id, ms] of Object.entries(valid)) {
+      const lease = this.leases.get(id)
+      if (lease) this.deadlines.valid(lease, entry.sentAt, ms)
+    }
+  }
+
+  /** Registers a lease granted by a reply to a request sent at sentAt. */
+  addLease(lease, sentAt, validMs) {
+    this.leases.set(lease.id, lease)
+    this.deadlines.valid(lease, sentAt, validMs)
+  }
+
+  /** The bridge lost the lease; it releases what is left and forgets it, so nothing is sent. */
+  onLeaseLost(msg) {
+    const lease = this.leases.get(msg.lease)
+    if (!lease) return
+    this.forget(lease)
+    const reason = msg.error?.message ? this.client.bridgeError(msg.error) : undefined
+    lease.lose({ reason, cause: reason ? undefined : new Error("the bridge reported the lease lost") })
+    this.client.logger?.warn?.(lease.signal.reason.message)
+  }
+
+  /** going_away: no new work here; leases end at the drain deadline; new work goes to a new connection. */
+  onGoingAway(msg) {
+    if (this.state !== "open") return
+    this.state = "draining"
+    const drainMs = Number.isFinite(msg.drain_ms) && msg.drain_ms > 0 ? msg.drain_ms : 0
+    this.deadlines.drain(drainMs)
+    this.client.logger?.info?.(`locking-bridge: the bridge at ${this.client.display} is shutting down (drain ${drainMs} ms); new work goes to a new connection`)
+    this.client.linkDraining(this)
+  }
+
+  /** A shutting_down reply: the bridge takes no new work here even if going_away is not in yet. */
+  stopTakingWork() {
+    if (this.state !== "open") return
+    this.state = "draining"
+    this.client.linkDraining(this)
+  }
+
+  /** A lease's own deadline (or the drain deadline) passed: it is lost; give its keys back. */
+  leaseExpired(lease, why) {
+    if (!this.leases.has(lease.id)) return
+    const cause =
+      why === "drain"
+        ? lockingError(Types.UNEXPECTED_STATE, `locking-bridge: the bridge at ${this.client.display} is shutting down and the lease was not released before the end of its drain`, { bridgeCode: "shutting_down" })
+        : lockingError(Types.UNEXPECTED_STATE, `locking-bridge: no renewal of the lease was confirmed by the bridge at ${this.client.display} before its deadline`, { bridgeCode: "lease_deadline" })
+    lease.lose({ cause })
+    this.client.logger?.warn?.(`${lease.signal.reason.message} (${cause.message})`)
+    this.releaseLease(lease).catch(() => {})
+  }
+
+  /** No request was answered for timeoutMs − margin: every lease is lost; then close with 1000. */
+  connectionExpired() {
+    const waited = Math.round(performance.now() - this.deadlines.proof)
+    const cause = lockingError(
+      Types.UNEXPECTED_STATE,
+      `locking-bridge: the bridge at ${this.client.display} answered nothing sent in the last ${waited} ms (its client timeout is ${this.timeoutMs} ms), so the connection's leases are no longer certain`,
+      { bridgeCode: "heartbeat_timeout" }
+    )
+    this.end(cause, { close1000: true })
+  }
+
+  /** Stops the renewal of lease and releases its keys; false when the bridge no longer has it. */
+  releaseLease(lease) {
+    this.forget(lease)
+    if (!this.usable) return Promise.resolve(false)
+    return new Promise((resolve, reject) => {
+      this.send({ op: "lease_release", fields: { lease: lease.id }, resolve, reject })
+    })
+  }
+
+  forget(lease) {
+    this.leases.delete(lease.id)
+    this.deadlines?.forget(lease)
+  }
+
+  /**
+   * Ends the link for cause: every lease is lost first, then (close1000) the socket is closed
+   * with 1000, which tells the bridge this client holds none of them. The requests still in
+   * flight go to the client, which learns their outcome on its next connection.
+   */
+  end(cause, { close1000 = false } = {}) {
+    if (this.state === "ended") return
+    const wasOpen = this.welcome !== null
+    this.state = "ended"
+    clearInterval(this.pinger)
+    this.deadlines?.stop()
+    for (const lease of this.leases.values()) lease.lose({ cause })
+    this.leases.clear()
+    if (close1000) this.socket.close(1000, "client holds no lease")
+    else this.socket.terminate(cause)
+    const orphans = [...this.inflight.values()]
+    this.inflight.clear()
+    this.counted = 0
+    this.client.linkEnded(this, cause, orphans, wasOpen)
+  }
+
+  /** The bridge is closing the connection: its leases are lost before the close is answered. */
+  onPeerClose(code) {
+    const cause = lockingError(Types.UNEXPECTED_STATE, `locking-bridge: the bridge at ${this.client.display} closed the connection (code ${code})`, { bridgeCode: "connection_lost" })
+    for (const lease of this.leases.values()) lease.lose({ cause })
+  }
+
+  onSocketEnd(error) {
+    if (this.state !== "ended") {
+      const why = this.refusal ?? error ?? new Error("the connection closed")
+      const cause = this.welcome
+        ? lockingError(Types.UNEXPECTED_STATE, `locking-bridge: the connection to the bridge at ${this.client.display} closed: ${why.message}`, { bridgeCode: "connection_lost" })
+        : why
+      this.end(cause)
+    }
+    this.client.linkGone(this)
+  }
+}
+
+module.exports = { Link }

@@ -1,0 +1,208 @@
+"use strict"
+
+// The life of one WebSocket to the bridge: the upgrade (and what a refused one means), the
+// welcome (checked against protocol v2), JSON frames in and out, and its end. It knows nothing
+// about requests or leases; lib/link.js does.
+
+const WebSocket = require("ws")
+const { Types, lockingError } = require("./errors")
+
+const SUBPROTOCOL = "locktui-bridge.v2"
+const PROTOCOL_VERSION = 2
+/** HTTP statuses of a refused upgrade that no retry fixes by itself. */
+const FATAL_STATUSES = new Set([400, 401, 403, 404])
+/** How long a close handshake may take before the socket is destroyed. */
+const CLOSE_GRACE_MS = 1000
+
+/**
+ * One WebSocket to the bridge. Calls handlers.welcome(msg) once the bridge's welcome arrived
+ * and passed the checks, handlers.frame(msg) for every later JSON object, handlers.peerClose(code)
+ * when the bridge starts a close handshake (before it is answered), and handlers.end(error)
+ * exactly once when the socket is gone (error: why, or null after a close() of ours).
+ */
+class BridgeSocket {
+  /**
+   * @param {{url: URL, display: string, token?: string, wsOptions: object, handshakeTimeoutMs: number}} options
+   * @param {{welcome(msg: object): void, frame(msg: object): void, peerClose(code: number): void, end(error: Error|null, code?: number): void}} handlers
+   */
+  constructor(options, handlers) {
+    this.display = options.display
+    this.token = options.token
+    this.handlers = handlers
+    this.error = null
+    this.welcomed = false
+    this.closing = false
+    this.ended = false
+    /** performance.now() of the upgrade request, then of the last frame sent. */
+    this.startedAt = performance.now()
+    this.lastSentAt = this.startedAt
+    const headers = { ...(options.wsOptions.headers ?? {}) }
+    if (options.token) headers.Authorization = `Bearer ${options.token}`
+    try {
+      this.ws = new WebSocket(options.url, SUBPROTOCOL, {
+        ...options.wsOptions,
+        headers,
+        handshakeTimeout: options.handshakeTimeoutMs,
+        perMessageDeflate: false,
+      })
+    } catch (err) {
+      this.ws = null
+      setImmediate(() => this.finish(err))
+      return
+    }
+    const ws = this.ws
+    // ws answers a close frame of the bridge by closing with the bridge's code, and a 1000 from
+    // the client tells the bridge that the client holds none of the connection's leases: the
+    // handler loses them before that frame can go out.
+    const wsClose = ws.close.bind(ws)
+    ws.close = (code, reason) => {
+      if (!this.closing) {
+        this.closing = true
+        this.peerCode = code ?? 1005
+        handlers.peerClose(this.peerCode)
+      }
+      return wsClose(code, reason)
+    }
+    // ws answers the bridge's pings with pongs, which the bridge counts as frames received.
+    ws.on("ping", () => {
+      this.lastSentAt = performance.now()
+    })
+    ws.on("unexpected-response", (req, res) => this.refused(res))
+    ws.on("open", () => {
+      this.welcomeTimer = setTimeout(() => {
+        this.terminate(new Error(`the bridge sent no welcome within ${options.handshakeTimeoutMs} ms`))
+      }, options.handshakeTimeoutMs)
+    })
+    ws.on("message", (data, isBinary) => this.onMessage(data, isBinary))
+    ws.on("error", (err) => {
+      this.error ??= err
+    })
+    ws.on("close", (code, reason) => {
+      const why = String(reason)
+      const ours = this.closing && this.peerCode === undefined
+      this.finish(ours ? null : this.error ?? new Error(`closed with code ${code}${why ? ` (${why})` : ""}`), code)
+    })
+  }
+
+  /** True while frames can be sent. */
+  get open() {
+    return !this.closing && !this.ended && this.ws?.readyState === WebSocket.OPEN
+  }
+
+  /** Sends one frame; returns its send time (performance.now()). A failed send ends the socket. */
+  send(frame) {
+    const at = performance.now()
+    this.lastSentAt = at
+    this.ws.send(JSON.stringify(frame), () => {})
+    return at
+  }
+
+  /** Closes with code (1000: this client holds none of the connection's leases); destroys the socket if the handshake stalls. */
+  close(code = 1000, reason = "") {
+    if (this.closing || this.ended || !this.ws) return
+    this.closing = true
+    clearTimeout(this.welcomeTimer)
+    if (this.ws.readyState === WebSocket.CONNECTING) {
+      this.ws.terminate()
+      return
+    }
+    this.ws.close(code, reason)
+    setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS).unref()
+  }
+
+  /** Destroys the socket at once, for error. */
+  terminate(error) {
+    this.error ??= error
+    this.ws?.terminate()
+  }
+
+  finish(error, code) {
+    if (this.ended) return
+    this.ended = true
+    clearTimeout(this.welcomeTimer)
+    this.handlers.end(error, code)
+  }
+
+  onMessage(data, isBinary) {
+    if (this.closing || this.ended) return
+    let msg
+    try {
+      if (isBinary) throw new Error("binary frame")
+      msg = JSON.parse(String(data))
+      if (msg === null || typeof msg !== "object" || Array.isArray(msg)) throw new Error("not a JSON object")
+    } catch (err) {
+      this.terminate(new Error(`the bridge sent an unreadable frame (${err.message})`))
+      return
+    }
+    if (this.welcomed) {
+      this.handlers.frame(msg)
+      return
+    }
+    clearTimeout(this.welcomeTimer)
+    const problem = welcomeProblem(msg)
+    if (problem) {
+      this.terminate(
+        lockingError(
+          Types.UNEXPECTED_STATE,
+          `locking-bridge: the bridge at ${this.display} sent ${problem}; this client speaks protocol version ${PROTOCOL_VERSION}`,
+          { bridgeCode: "protocol", fatal: true }
+        )
+      )
+      return
+    }
+    this.welcomed = true
+    this.handlers.welcome(msg)
+  }
+
+  /** A refused upgrade: reads a little of the body for the message, then ends the socket. */
+  refused(res) {
+    let body = ""
+    let done = false
+    const finish = () => {
+      if (done) return
+      done = true
+      clearTimeout(guard)
+      this.error ??= this.httpError(res.statusCode, body.trim())
+      this.ws.terminate()
+    }
+    const guard = setTimeout(finish, 1000)
+    res.setEncoding("utf8")
+    res.on("data", (chunk) => {
+      if (body.length < 300) body += chunk
+    })
+    res.on("end", finish)
+    res.on("error", finish)
+  }
+
+  httpError(status, body) {
+    const detail = body ? `: ${body}` : ""
+    const fatal = FATAL_STATUSES.has(status)
+    if (status === 401) {
+      const hint = this.token ? `the bridge refused the token; check the "token" option` : `the bridge requires a token; set the "token" option`
+      return lockingError(Types.UNAUTHORIZED, `locking-bridge: ${hint} (HTTP 401 from ${this.display}${detail})`, { bridgeCode: "unauthorized", fatal })
+    }
+    if (status === 403) {
+      return lockingError(Types.NOT_ALLOWED, `locking-bridge: the bridge at ${this.display} refused the connection (HTTP 403${detail})`, { bridgeCode: "forbidden", fatal })
+    }
+    if (fatal) {
+      return lockingError(
+        Types.UNEXPECTED_STATE,
+        `locking-bridge: ${this.display} refused the WebSocket upgrade (HTTP ${status}${detail}); is it a locktui bridge speaking protocol v${PROTOCOL_VERSION}?`,
+        { bridgeCode: "refused", fatal }
+      )
+    }
+    return new Error(`the bridge answered HTTP ${status}${detail}`)
+  }
+}
+
+/** Why msg is not a usable v2 welcome, or null. */
+function welcomeProblem(msg) {
+  if (msg.type !== "welcome") return `a "${msg.type}" message instead of a welcome`
+  if (msg.version !== PROTOCOL_VERSION) return `protocol version ${msg.version}`
+  const hb = msg.heartbeat
+  if (!(hb?.interval_ms > 0 && hb?.timeout_ms > 0)) return "a welcome without a valid heartbeat"
+  if (typeof msg.session !== "string" || msg.session === "") return "a welcome without a session"
+  return null
+}
+
+module.exports = { BridgeSocket, SUBPROTOCOL, PROTOCOL_VERSION }
