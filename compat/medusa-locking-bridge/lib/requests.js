@@ -187,12 +187,22 @@ class Requests {
     setTimeout(() => this.client.enqueue(settle, { front: true }), 250 * 2 ** settle.tries)
   }
 
-  /** Rejects every request waiting for a resume or a settle (close()). */
+  /**
+   * Rejects every request waiting for a resume or a settle (close()). Those that may have run
+   * (an acquire, a release) reject with outcome_unknown, caused by err: the client cannot tell
+   * any more.
+   */
   failAll(err) {
     clearTimeout(this.settleTimer)
-    for (const group of this.groups.splice(0)) for (const entry of group.entries.values()) this.client.finish(entry, err)
-    for (const acquire of this.settling) this.client.finish(acquire, err)
+    for (const group of this.groups.splice(0)) for (const entry of group.entries.values()) this.client.finish(entry, this.closedBefore(entry, err))
+    for (const acquire of this.settling) this.client.finish(acquire, this.closedBefore(acquire, err))
     this.settling.clear()
+  }
+
+  /** The error of entry, whose outcome is unknown, when the client closes (err). */
+  closedBefore(entry, err) {
+    if (!["acquire", "release", "release_all"].includes(entry.op)) return err
+    return outcomeUnknown(entry.op, entry.sent, "the client was closed before the bridge could tell it", err)
   }
 }
 
