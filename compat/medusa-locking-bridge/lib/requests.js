@@ -67,7 +67,7 @@ class Requests {
 
   /** A link ended with entries in flight: they wait for a resume on the next connection. */
   orphaned(link, entries) {
-    const group = { session: link.welcome.session, timeoutMs: link.timeoutMs, lastSentAt: link.socket.lastSentAt, entries: new Map(), sent: false }
+    const group = { session: link.welcome.session, timeoutMs: link.timeoutMs, lastSentAt: link.socket.lastSentAt, entries: new Map() }
     for (const entry of entries) {
       if (entry.op === "ping") continue
       // A lease of an ended connection is released by the bridge: nothing to give back.
@@ -181,7 +181,7 @@ class Requests {
   settleFailed(settle, err) {
     settle.tries++
     if (settle.tries >= SETTLE_TRIES || this.client.closed) {
-      const why = `the connection to the bridge at ${this.client.display} ended before the reply, and settling it failed: ${err.message}`
+      const why = `its reply was lost, and asking the bridge at ${this.client.display} whether it holds the keys (settle) failed: ${err.message}`
       return this.client.finish(settle.acquire, outcomeUnknown("acquire", settle.acquire.sent, why, err))
     }
     setTimeout(() => this.client.enqueue(settle, { front: true }), 250 * 2 ** settle.tries)
