@@ -203,7 +203,8 @@ class BridgeConnection {
     if (wasCurrent) this.current = null
     if (this.closed) {
       // Leases of a closed connection are freed by the bridge: nothing was left to give back.
-      for (const entry of orphans) this.finish(entry, entry.op === "lease_release" ? null : this.closedError(), false)
+      // An acquire or release cut off may have run: its outcome is unknown.
+      for (const entry of orphans) this.finish(entry, entry.op === "lease_release" ? null : this.requests.closedBefore(entry, this.closedError()), false)
       return
     }
     if (!wasOpen) {
@@ -305,7 +306,7 @@ class BridgeConnection {
     entry.done = true
     clearTimeout(entry.waitTimer)
     if (entry.op === "settle") {
-      if (err) this.finish(entry.acquire, err)
+      if (err) this.finish(entry.acquire, this.requests.closedBefore(entry.acquire, err))
       return
     }
     if (entry.op === "resume") {

@@ -67,7 +67,7 @@ class Requests {
 
   /** A link ended with entries in flight: they wait for a resume on the next connection. */
   orphaned(link, entries) {
-    const group = { session: link.welcome.session, timeoutMs: link.timeoutMs, lastSentAt: link.socket.lastSentAt, entries: new Map(), sent: false }
+    const group = { session: link.welcome.session, timeoutMs: link.timeoutMs, lastSentAt: link.socket.lastSentAt, entries: new Map() }
     for (const entry of entries) {
       if (entry.op === "ping") continue
       // A lease of an ended connection is released by the bridge: nothing to give back.
@@ -181,18 +181,28 @@ class Requests {
   settleFailed(settle, err) {
     settle.tries++
     if (settle.tries >= SETTLE_TRIES || this.client.closed) {
-      const why = `the connection to the bridge at ${this.client.display} ended before the reply, and settling it failed: ${err.message}`
+      const why = `its reply was lost, and asking the bridge at ${this.client.display} whether it holds the keys (settle) failed: ${err.message}`
       return this.client.finish(settle.acquire, outcomeUnknown("acquire", settle.acquire.sent, why, err))
     }
     setTimeout(() => this.client.enqueue(settle, { front: true }), 250 * 2 ** settle.tries)
   }
 
-  /** Rejects every request waiting for a resume or a settle (close()). */
+  /**
+   * Rejects every request waiting for a resume or a settle (close()). Those that may have run
+   * (an acquire, a release) reject with outcome_unknown, caused by err: the client cannot tell
+   * any more.
+   */
   failAll(err) {
     clearTimeout(this.settleTimer)
-    for (const group of this.groups.splice(0)) for (const entry of group.entries.values()) this.client.finish(entry, err)
-    for (const acquire of this.settling) this.client.finish(acquire, err)
+    for (const group of this.groups.splice(0)) for (const entry of group.entries.values()) this.client.finish(entry, this.closedBefore(entry, err))
+    for (const acquire of this.settling) this.client.finish(acquire, this.closedBefore(acquire, err))
     this.settling.clear()
+  }
+
+  /** The error of entry, whose outcome is unknown, when the client closes (err). */
+  closedBefore(entry, err) {
+    if (!["acquire", "release", "release_all"].includes(entry.op)) return err
+    return outcomeUnknown(entry.op, entry.sent, "the client was closed before the bridge could tell it", err)
   }
 }
 

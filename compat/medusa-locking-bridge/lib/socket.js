@@ -7,7 +7,9 @@
 const WebSocket = require("ws")
 const { Types, lockingError } = require("./errors")
 
+/** The WebSocket subprotocol of bridge protocol v2. */
 const SUBPROTOCOL = "locktui-bridge.v2"
+/** The protocol version the welcome must carry. */
 const PROTOCOL_VERSION = 2
 /** HTTP statuses of a refused upgrade that no retry fixes by itself. */
 const FATAL_STATUSES = new Set([400, 401, 403, 404])
