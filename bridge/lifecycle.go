@@ -124,12 +124,14 @@ func (c *conn) takeOver() {
 	_ = c.ws.NetConn().Close()
 }
 
-// goAway drains the connection for a shutdown that must end by drainEnd: new acquire and lease
-// requests are refused, waits in flight end with shutting_down, the client is told with
-// going_away, and once the connection holds no lease and runs no request (or at drainEnd) it is
+// goAway drains the connection for a shutdown that must end by drainEnd: the client is told with
+// going_away, then new acquire and lease requests are refused and waits in flight end with
+// shutting_down, and once the connection holds no lease and runs no request (or at drainEnd) it is
 // closed with 1001. Leases still held then are freed as for any close that the client did not
 // start (ClientTimeout after its last frame).
 func (c *conn) goAway(drainEnd time.Time) {
+	// going_away first: every shutting_down reply comes after it on the connection.
+	c.sendJSON(goingAway{Type: "going_away", DrainMS: max(0, time.Until(drainEnd).Milliseconds())})
 	c.mu.Lock()
 	c.stopping = true
 	for _, r := range c.inflight {
@@ -138,7 +140,6 @@ func (c *conn) goAway(drainEnd time.Time) {
 		}
 	}
 	c.mu.Unlock()
-	c.sendJSON(goingAway{Type: "going_away", DrainMS: max(0, time.Until(drainEnd).Milliseconds())})
 	timer := time.NewTimer(time.Until(drainEnd))
 	defer timer.Stop()
 	for !c.idle() {
