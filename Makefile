@@ -2,7 +2,7 @@
 GO ?= go
 NPM ?= npm
 
-.PHONY: all build test vet node-deps go-test node-test demo bench fuzz clean
+.PHONY: all build test vet node-deps go-test node-test demo bench chaos fuzz clean
 
 all: build
 
@@ -36,6 +36,16 @@ demo:
 ## (progress on stderr), so `make bench > bench.json` works.
 bench: node-deps
 	@$(GO) run ./cmd/bench
+
+## chaos: the chaos run of e2e/ (TestChaos) for DURATION of faults (default 2m; `go test ./e2e/`
+## runs a short one): SIGKILLs, link faults and Redis restarts while Go, locktui run, polling and
+## stock Medusa holders share a few keys. Prints the counts; fails on any violation of mutual
+## exclusion. CHAOS_SEED replays a schedule.
+DURATION ?= 2m
+CHAOS_SEED ?=
+chaos: node-deps
+	LOCKTUI_CHAOS_DURATION=$(DURATION) LOCKTUI_CHAOS_SEED=$(CHAOS_SEED) \
+		$(GO) test -race -count=1 -timeout 6h -run '^TestChaos$$' -v ./e2e/
 
 clean:
 	rm -rf bin compat/node_modules

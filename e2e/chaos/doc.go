@@ -26,4 +26,8 @@
 // a violation of mutual exclusion. Events at the same nanosecond are ordered exit, lost and
 // killed before enter, so a hand-over logged on one tick is not a violation. Fields other than
 // these four are ignored, so a writer may add its own (a pid, an attempt number).
+//
+// Go writers use Log (OpenLog, then Log.Now at each event), which writes that format. The run
+// itself is TestChaos in package e2e; its Go holders are the modes of e2e/chaos/holder, its
+// Node holders e2e/node/chaos-holder.js.
 package chaos

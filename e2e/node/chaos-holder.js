@@ -1,0 +1,115 @@
+#!/usr/bin/env node
+// One Node lock holder of the chaos run (e2e/chaos_test.go): the stock @medusajs/locking-redis
+// 2.21.2 provider, built the way Medusa's module loader builds it, or the bridge client
+// (@locktui/medusa-locking-bridge). It runs execute on a random key again and again until it is
+// killed, and logs on the machine's monotonic clock (process.hrtime.bigint(), which is Go's
+// chaos.MonoNow on Linux) when its job starts and stops believing that it holds the key.
+//
+// Usage: node e2e/node/chaos-holder.js '<config JSON>'
+//
+//   config = {
+//     "compatDir": "<repo>/compat",   // where the npm packages are installed (required)
+//     "backend": "stock" | "bridge",  // which provider (required)
+//     "redisUrl": "redis://…",        // stock: the Redis it connects to
+//     "bridgeUrl": "ws://…/ws",       // bridge: the bridge it connects to
+//     "token": "…",                   // bridge: its token
+//     "holder": "stock-1#0",          // the holder id of its log lines (required)
+//     "log": "/…/stock-1#0.jsonl",    // the log file it appends to (required)
+//     "keys": ["chaos:0", …],         // the lock keys (required)
+//     "expire": 2,                    // execute's expire, seconds
+//     "timeout": 5,                   // execute's timeout, seconds
+//     "workMs": 20                    // longest work of a job
+//   }
+//
+// Log lines (one writeSync each, on a file opened for appending): enter when the job starts,
+// exit when it ends, lost when the job's AbortSignal aborts while it runs (the job then stops
+// believing and ends at once). Diagnostics and a count of outcomes every 10 s go to stderr.
+"use strict"
+
+const fs = require("node:fs")
+const path = require("node:path")
+const { createRequire } = require("node:module")
+const { setTimeout: sleep } = require("node:timers/promises")
+
+function fatal(message) {
+  process.stderr.write(`chaos holder: ${message}\n`)
+  process.exit(2)
+}
+
+let config
+try {
+  config = JSON.parse(process.argv[2] ?? "")
+} catch (err) {
+  fatal(`the first argument must be a JSON config (${err.message})`)
+}
+for (const field of ["compatDir", "backend", "holder", "log", "keys"]) {
+  if (config?.[field] === undefined) fatal(`the config needs "${field}"`)
+}
+if (!["stock", "bridge"].includes(config.backend)) fatal(`"backend" must be "stock" or "bridge"`)
+
+const compatRequire = createRequire(path.join(config.compatDir, "package.json"))
+const fd = fs.openSync(config.log, "a")
+const holder = config.holder
+const expire = config.expire ?? 2
+const timeout = config.timeout ?? 5
+const workMs = config.workMs ?? 20
+
+/** Appends one event; the BigInt's digits go into the line as they are (JSON cannot hold it). */
+function log(key, ev, extra = "") {
+  const line = `{"t":${process.hrtime.bigint()},"holder":${JSON.stringify(holder)},"key":${JSON.stringify(key)},"ev":"${ev}"${extra}}\n`
+  fs.writeSync(fd, line)
+}
+
+const quiet = { info() {}, debug() {}, warn: (m) => process.stderr.write(`[warn] ${m}\n`), error: (m) => process.stderr.write(`[error] ${m}\n`) }
+
+async function build() {
+  if (config.backend === "stock") {
+    const { buildStockProvider } = compatRequire("./stock/build")
+    const { provider, redis } = await buildStockProvider({ redisUrl: config.redisUrl, logger: quiet })
+    await redis.ping()
+    return provider
+  }
+  const { createBridgeLockingProvider } = compatRequire("./medusa-locking-bridge")
+  const provider = createBridgeLockingProvider({ url: config.bridgeUrl, token: config.token, logger: quiet })
+  await provider.ready(30000)
+  return provider
+}
+
+/** The job: believes from its start until it ends or its signal aborts. */
+async function job(key, signal) {
+  log(key, "enter")
+  if (signal?.aborted) {
+    log(key, "lost")
+    return
+  }
+  const work = Math.floor(Math.random() * (workMs + 1))
+  const aborted = new Promise((resolve) => signal?.addEventListener("abort", () => resolve(true), { once: true }))
+  const lost = await Promise.race([sleep(work).then(() => false), aborted])
+  log(key, lost ? "lost" : "exit")
+}
+
+async function main() {
+  const provider = await build()
+  const counts = { done: 0, failed: 0 }
+  let lastError = ""
+  setInterval(() => {
+    process.stderr.write(`chaos holder ${holder}: ${counts.done} done, ${counts.failed} failed (last: ${lastError})\n`)
+  }, 10000).unref()
+  for (;;) {
+    const key = config.keys[Math.floor(Math.random() * config.keys.length)]
+    try {
+      await provider.execute([key], (signal) => job(key, signal), { expire, timeout })
+      counts.done++
+    } catch (err) {
+      counts.failed++
+      lastError = String(err?.message ?? err)
+      await sleep(10)
+    }
+  }
+}
+
+process.on("unhandledRejection", (reason) => {
+  process.stderr.write(`chaos holder: unhandled rejection: ${reason?.stack ?? reason}\n`)
+})
+
+main().catch((err) => fatal(err?.stack ?? String(err)))
