@@ -6,9 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/bridge"
+	"github.com/locktui/locktui/internal/faultproxy"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -107,4 +109,31 @@ func TestLostLeaseIsPushed(t *testing.T) {
 	require.Equal(t, req{"released": false}, c.ok(req{"id": 2, "op": "lease_release", "lease": lease}))
 	require.Equal(t, "1", h.metric(bridge.MetricLeasesLost))
 	require.Equal(t, "0", h.metric(bridge.MetricLeasesHeld))
+}
+
+// Defect: with the bridge's link to Redis blackholed, another process took the key when its TTL
+// ran out, and the holder was told only when the link came back. The lease is now lost at its
+// local deadline: lease_lost arrives while Redis still holds the key, whichever direction is
+// silent.
+func TestLeaseIsLostAtItsDeadlineWhileTheRedisLinkIsSilent(t *testing.T) {
+	for _, dir := range []faultproxy.Direction{faultproxy.Upstream, faultproxy.Downstream} {
+		t.Run(dir.String(), func(t *testing.T) {
+			var proxy *faultproxy.Proxy
+			h := start(t, func(c *bridge.Config) {
+				proxy = faultproxy.StartT(t, c.Client.(*redis.Client).Options().Addr)
+				c.Client = newClient(t, proxy.Addr(), nil)
+			})
+			c := h.dial(testToken)
+			res := c.ok(req{"id": 1, "op": "lease", "keys": []string{"k"}, "expire": 2})
+			proxy.Blackhole(dir)
+			f := c.recv()
+			require.Equal(t, "lease_lost", f.Type)
+			require.Equal(t, res["lease"], f.Lease)
+			pttl := h.rdb.PTTL(context.Background(), namespace+"k").Val()
+			require.Positive(t, pttl, "the holder is told before Redis can expire the key")
+			require.Equal(t, res["owner"], h.owner("k"))
+			proxy.Restore(dir) // the bridge's release of the lost lease, retried, gets through
+			require.Eventually(t, func() bool { return h.owner("k") == "" }, eventually, tick)
+		})
+	}
 }

@@ -28,8 +28,9 @@ const (
 	ExitConflict = 3
 	// ExitTimedOut: run did not get the lock within --timeout (EX_TEMPFAIL of sysexits.h).
 	ExitTimedOut = 75
-	// ExitLockLost: run lost its lease while the command ran; the command got SIGTERM (then
-	// SIGKILL after --grace).
+	// ExitLockLost: run lost its lease, or its renewal was overdue, while the command ran; the
+	// command got SIGTERM, then SIGKILL after --grace or at the lease's deadline, whichever came
+	// first.
 	ExitLockLost = 76
 	// ExitCannotExecute: run found the command but could not start it (permission denied).
 	ExitCannotExecute = 126
