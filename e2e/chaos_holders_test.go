@@ -27,6 +27,7 @@ const (
 	kindRun    = "run"    // e2e/chaos/holder runloop: `locktui run`, through a faultproxy
 	kindPoller = "poller" // e2e/chaos/holder poller: SET NX PX, through a faultproxy
 	kindStock  = "stock"  // e2e/node/chaos-holder.js with stock Medusa, straight to Redis
+	kindNode   = "node"   // e2e/node/chaos-holder.js with the bridge client, through a faultproxy to the bridge
 )
 
 var (
@@ -75,10 +76,16 @@ type chaosHolder struct {
 	upDelay int64 // ns
 }
 
-// slow reports whether the holder is a slow job: the first Go and the first run holder, which
-// work long (chaosLongWork) on the slow key, so that faults on their links make them lose leases
+// slow reports whether the holder is a slow job: the first Go, run and node holder, which work
+// long (chaosLongWork) on the slow key, so that faults on their links make them lose leases
 // while they work. Slow jobs would block the shared keys for seconds.
-func (h *chaosHolder) slow() bool { return h.slot == 1 && (h.kind == kindGo || h.kind == kindRun) }
+func (h *chaosHolder) slow() bool { return h.slot == 1 && h.leased() }
+
+// leased reports whether the holder holds renewed leases with a local deadline (Go, run and
+// node holders), which the scheduler aims its kills and its long faults at.
+func (h *chaosHolder) leased() bool {
+	return h.kind == kindGo || h.kind == kindRun || h.kind == kindNode
+}
 
 // holderKeys returns the keys the holder takes: the slow key for a slow job, the shared keys for
 // the others, and both to the poller and stock Medusa, which thus also take the slow key the
@@ -130,16 +137,20 @@ func (r *chaosRun) start(h *chaosHolder) {
 		cmd = exec.Command(r.holderBin, append(common("poller"), "--px", chaosTTL.String(),
 			"--every", chaosPollEvery.String(), "--work", chaosPollWork.String(),
 			"--rest", chaosPollRest.String())...)
-	case kindStock:
-		cfg, err := json.Marshal(map[string]any{
+	case kindStock, kindNode:
+		cfg := map[string]any{
 			"compatDir": r.compat, "backend": backendStock, "redisUrl": r.srv.URL, "holder": h.id,
 			"log": h.log, "keys": r.holderKeys(h), "expire": chaosTTL.Seconds(), "timeout": chaosWait.Seconds(),
 			"workMs": chaosWork.Milliseconds(),
-		})
+		}
+		if h.kind == kindNode {
+			r.nodeConfig(h, cfg)
+		}
+		cfgJSON, err := json.Marshal(cfg)
 		if err != nil {
 			t.Fatalf("e2e: %v", err)
 		}
-		cmd = exec.Command(r.node, filepath.Join(r.root, "e2e", "node", "chaos-holder.js"), string(cfg))
+		cmd = exec.Command(r.node, filepath.Join(r.root, "e2e", "node", "chaos-holder.js"), string(cfgJSON))
 	default:
 		t.Fatalf("e2e: unknown holder kind %q", h.kind)
 	}
@@ -154,19 +165,23 @@ func (r *chaosRun) kill(h *chaosHolder) {
 	}
 }
 
-// stop ends the holder at the end of the run: SIGTERM for the Go holders, which finish their
-// acquisition and exit; SIGKILL (and killed) for stock ones and for any that does not exit in
-// time. It reports whether the holder stopped on its own.
+// stop ends the holder at the end of the run: SIGTERM for the Go and node holders, which finish
+// their acquisition and exit; SIGKILL (and killed) for stock ones and for any that does not exit
+// in time. It reports whether the holder stopped on its own.
 func (r *chaosRun) stop(h *chaosHolder) bool {
-	if h.kind != kindStock && !h.p.exited() {
+	if h.p.exited() { // only the scheduler ends holders
+		r.t.Errorf("chaos: %s exited on its own: %v; stderr: %s", h.id, h.p.err, h.p.stderr.Last(2000))
+		return false
+	}
+	if h.kind != kindStock {
 		_ = h.p.cmd.Process.Signal(syscall.SIGTERM)
 		if h.p.wait(stopGrace) {
+			if h.p.err != nil {
+				r.t.Errorf("chaos: %s did not stop cleanly on SIGTERM: %v", h.id, h.p.err)
+			}
 			return true
 		}
 		r.t.Logf("%s did not exit within %s of SIGTERM; killing it", h.id, stopGrace)
-	}
-	if h.p.exited() {
-		return false
 	}
 	r.kill(h)
 	return false

@@ -103,6 +103,8 @@ func (r *chaosRun) schedule(duration time.Duration) {
 	start := time.Now()
 	end := start.Add(duration)
 	nextRestart := start.Add(min(chaosFirstRestart, duration/2))
+	nextBridgeRestart := start.Add(min(chaosFirstBridgeRestart, duration/3))
+	killBridge := r.rng.IntN(2) == 0 // SIGKILL or SIGTERM, then the other one, and so on
 	nextAction := start
 	lastStockKill := time.Time{}
 	restores := map[*chaosHolder]time.Time{}
@@ -117,6 +119,10 @@ func (r *chaosRun) schedule(duration time.Duration) {
 		case !now.Before(nextRestart):
 			r.restartRedis()
 			nextRestart = time.Now().Add(chaosRestartEvery)
+		case !now.Before(nextBridgeRestart):
+			r.restartBridge(killBridge)
+			killBridge = !killBridge
+			nextBridgeRestart = time.Now().Add(chaosBridgeRestartEvery)
 		case !now.Before(nextAction):
 			nextAction = now.Add(r.between(chaosActionMin, chaosActionMax))
 			h := r.holders[r.rng.IntN(len(r.holders))]
@@ -139,7 +145,8 @@ func (r *chaosRun) schedule(duration time.Duration) {
 				restores[target] = now.Add(r.applyFault(target, f, r.between(chaosTTL, 2*chaosTTL), r.between(chaosTTL/2, chaosMaxDelay)))
 				continue
 			}
-			if h.proxy == nil || h.fault != "" {
+			targets := r.faultTargets()
+			if h = targets[r.rng.IntN(len(targets))]; h.fault != "" {
 				continue
 			}
 			f := chaosFaults[r.rng.IntN(len(chaosFaults))]
@@ -165,12 +172,12 @@ func (r *chaosRun) applyFault(h *chaosHolder, f fault, spell, delay time.Duratio
 	return spell
 }
 
-// longWorker returns a Go or run holder without a fault on its link that has believed it holds
+// longWorker returns a Go, run or node holder without a fault on its link that has believed it holds
 // a key for longer than any short work takes, or nil.
 func (r *chaosRun) longWorker() *chaosHolder {
 	now := chaos.MonoNow()
 	for _, h := range r.holders {
-		if (h.kind != kindGo && h.kind != kindRun) || h.fault != "" {
+		if !h.leased() || h.fault != "" {
 			continue
 		}
 		if b, inside := openBelief(h.log); inside && time.Duration(now-b.T) > 5*chaosWork {
@@ -195,13 +202,13 @@ func (r *chaosRun) restoreLink(h *chaosHolder) {
 	h.fault, h.upDelay = "", 0
 }
 
-// killAndRespawn SIGKILLs the holder, checks that a key it held is freed in time (Go holders)
-// and starts its next generation. A Go or run holder is killed, if it can be, while it believes
-// it holds a key (it spends most of its time waiting for one): the scheduler waits up to
-// chaosAimFor for its log to show an open belief.
+// killAndRespawn SIGKILLs the holder, checks that a key it held is freed in time (Go and node
+// holders) and starts its next generation. A Go, run or node holder is killed, if it can be,
+// while it believes it holds a key (it spends most of its time waiting for one): the scheduler
+// waits up to chaosAimFor for its log to show an open belief.
 func (r *chaosRun) killAndRespawn(h *chaosHolder) {
 	old := h.id
-	if h.kind == kindGo || h.kind == kindRun {
+	if h.leased() {
 		for aim := time.Now().Add(chaosAimFor); time.Now().Before(aim); time.Sleep(time.Millisecond) {
 			if _, inside := openBelief(h.log); inside {
 				r.aimed++
@@ -212,24 +219,29 @@ func (r *chaosRun) killAndRespawn(h *chaosHolder) {
 	r.kill(h)
 	r.killed[h.kind]++
 	r.note(h.slotName(), "SIGKILL %s", old)
-	if h.kind == kindGo {
+	switch h.kind {
+	case kindGo:
 		r.checkFreed(h, time.Now())
+	case kindNode:
+		r.checkNodeFreed(h, time.Now())
 	}
 	r.start(h)
 }
 
-// checkFreed checks, in the background, that the key a killed Go holder believed it held (its
-// log's last enter, which names the lease's owner) is no longer that owner's in Redis within
-// one TTL of the kill, plus the upstream delay of its link (a renewal sent just before the
-// kill reaches Redis that much later) and chaosFreeSlack.
+// checkFreed checks that the key a killed Go holder believed it held (its log's last enter,
+// which names the lease's owner) is no longer that owner's in Redis within one TTL of the kill,
+// plus the upstream delay of its link (a renewal sent just before the kill reaches Redis that
+// much later) and chaosFreeSlack.
 func (r *chaosRun) checkFreed(h *chaosHolder, killed time.Time) {
-	b, ok := openBelief(h.log)
-	if !ok {
-		return
+	if b, ok := openBelief(h.log); ok {
+		r.watchFree(h.id, b.Key, b.Owner, killed, chaosTTL+time.Duration(h.upDelay)+chaosFreeSlack)
 	}
-	key, owner := b.Key, b.Owner
-	limit := chaosTTL + time.Duration(h.upDelay) + chaosFreeSlack
-	id := h.id
+}
+
+// watchFree waits, in the background, until key is no longer owner's in Redis, and records a
+// failure when that takes longer than limit from killed.
+func (r *chaosRun) watchFree(id, key, owner string, killed time.Time, limit time.Duration) {
+	kind := chaos.HolderKind(id)
 	r.checks.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), limit+time.Second)
 		defer cancel()
@@ -239,8 +251,8 @@ func (r *chaosRun) checkFreed(h *chaosHolder, killed time.Time) {
 			took := time.Since(killed)
 			if errors.Is(err, redis.Nil) || (err == nil && v != owner) {
 				r.mu.Lock()
-				r.freed++
-				r.maxFreed = max(r.maxFreed, took)
+				r.freed[kind]++
+				r.maxFreed[kind] = max(r.maxFreed[kind], took)
 				r.mu.Unlock()
 				return
 			}

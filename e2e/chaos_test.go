@@ -64,7 +64,7 @@ const (
 var chaosHolders = []struct {
 	kind string
 	n    int
-}{{kindGo, 6}, {kindRun, 2}, {kindPoller, 1}, {kindStock, 2}}
+}{{kindGo, 6}, {kindRun, 2}, {kindPoller, 1}, {kindStock, 2}, {kindNode, 3}}
 
 // chaosRun is the state of one run; only the test's goroutine touches it, except for the free
 // checks (see checkFreed), which lock mu.
@@ -81,20 +81,23 @@ type chaosRun struct {
 
 	holderBin, locktuiBin, node, compat, root string
 	holders                                   []*chaosHolder
+	bridge                                    *chaosBridge
 
-	journal      []journalEntry // what the scheduler did, for the report
-	killed       map[string]int // kills of the schedule, by holder kind
-	restartKills int            // stock holders killed before a Redis restart
-	faults       map[string]int // fault spells, by fault
-	restarts     int
-	aimed        int // kills that hit a holder while it believed it held a key
-	aimedFaults  int // fault spells on the link of a holder in a long work
+	journal        []journalEntry // what the scheduler did, for the report
+	killed         map[string]int // kills of the schedule, by holder kind
+	restartKills   int            // stock holders killed before a Redis restart
+	faults         map[string]int // fault spells, by fault
+	restarts       int
+	bridgeRestarts map[string]int // by signal
+	uncleanBridge  int            // SIGTERMs whose drain was cut short
+	aimed          int            // kills that hit a holder while it believed it held a key
+	aimedFaults    int            // fault spells on the link of a holder in a long work
 
 	checks   sync.WaitGroup
 	mu       sync.Mutex
-	slow     []string      // free checks that failed
-	freed    int           // free checks that passed
-	maxFreed time.Duration // the slowest of them, from the kill
+	slow     []string                 // free checks that failed
+	freed    map[string]int           // free checks that passed, by holder kind
+	maxFreed map[string]time.Duration // the slowest of them, from the kill
 }
 
 // journalEntry is one thing the scheduler did, on the chaos clock.
@@ -128,10 +131,15 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("chaos: seed %d (replay with %s=%d), faults for %s", seed, chaosSeedEnv, seed, duration)
 	r := newChaosRun(t, seed)
+	r.startChaosBridge()
 	for _, spec := range chaosHolders {
 		for slot := 1; slot <= spec.n; slot++ {
 			h := &chaosHolder{kind: spec.kind, slot: slot}
-			if spec.kind != kindStock {
+			switch spec.kind {
+			case kindStock: // straight to Redis
+			case kindNode:
+				h.proxy = startChaosProxy(t, r.bridge.addr)
+			default:
 				h.proxy = startChaosProxy(t, r.srv.Addr)
 			}
 			r.holders = append(r.holders, h)
@@ -141,7 +149,7 @@ func TestChaos(t *testing.T) {
 
 	began := time.Now()
 	r.schedule(duration)
-	for _, h := range r.holders {
+	for _, h := range r.faultTargets() {
 		r.restoreLink(h)
 	}
 	clean := 0
@@ -150,6 +158,7 @@ func TestChaos(t *testing.T) {
 			clean++
 		}
 	}
+	r.stopBridgeProc(true)
 	r.checks.Wait()
 	t.Logf("chaos: faults ran %s; %d of %d holders stopped on their own at the end", time.Since(began).Round(time.Millisecond), clean, len(r.holders))
 
@@ -220,7 +229,7 @@ func newChaosRun(t *testing.T, seed uint64) *chaosRun {
 	r := &chaosRun{
 		t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), dir: t.TempDir(),
 		holderBin: chaosHolderBinary(t), locktuiBin: binaries(t).locktui, node: node, compat: compat, root: root,
-		killed: map[string]int{}, faults: map[string]int{},
+		killed: map[string]int{}, faults: map[string]int{}, bridgeRestarts: map[string]int{}, freed: map[string]int{}, maxFreed: map[string]time.Duration{},
 	}
 	for i := range chaosKeyCount {
 		r.keys = append(r.keys, "chaos:"+strconv.Itoa(i))
@@ -253,12 +262,16 @@ func (r *chaosRun) summary(report chaos.Report, events []chaos.Event, duration t
 	t.Logf("chaos: %d acquisitions in %s of faults (%.0f/s): %s", total, duration,
 		float64(total)/duration.Seconds(), countsLine(report.EntersByKind))
 	t.Logf("chaos: losses told %s", countsLine(lost))
-	t.Logf("chaos: SIGKILLs %s (%d while inside), and %d stock holders before the Redis restarts; fault spells %s (%d on a long work); Redis restarts %d",
-		countsLine(r.killed), r.aimed, r.restartKills, countsLine(r.faults), r.aimedFaults, r.restarts)
+	t.Logf("chaos: SIGKILLs %s (%d while inside), and %d stock holders before the Redis restarts; fault spells %s (%d on a long work); Redis restarts %d; bridge restarts %s (%d drains cut short)",
+		countsLine(r.killed), r.aimed, r.restartKills, countsLine(r.faults), r.aimedFaults, r.restarts,
+		countsLine(r.bridgeRestarts), r.uncleanBridge)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t.Logf("chaos: keys of killed Go holders freed %d times, the slowest %s after the kill; %d too slow",
-		r.freed, r.maxFreed.Round(time.Millisecond), len(r.slow))
+	for _, kind := range slices.Sorted(maps.Keys(r.freed)) {
+		t.Logf("chaos: keys of killed %s holders freed %d times, the slowest %s after the kill",
+			kind, r.freed[kind], r.maxFreed[kind].Round(time.Millisecond))
+	}
+	t.Logf("chaos: %d keys of killed holders freed too late", len(r.slow))
 }
 
 // countsLine formats counts as "a 1, b 2" by name.

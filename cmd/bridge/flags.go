@@ -105,7 +105,7 @@ func parseFlags(args []string, getenv func(string) string, usage io.Writer) (opt
 	fs.BoolVar(&o.events, "events", true, "publish lock events on Redis pub/sub for the console")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound of the graceful shutdown")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound of the graceful shutdown; the drain of the connections ends --client-timeout + 1s before it")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(usage, usageHeader)

@@ -18,12 +18,16 @@
 //     "keys": ["chaos:0", …],         // the lock keys (required)
 //     "expire": 2,                    // execute's expire, seconds
 //     "timeout": 5,                   // execute's timeout, seconds
-//     "workMs": 20                    // longest work of a job
+//     "workMs": 20,                   // longest work of a job
+//     "longMs": 6000,                 // longest long work (see longPercent)
+//     "longPercent": 0                // percentage of jobs that work longMs/2 to longMs
 //   }
 //
 // Log lines (one writeSync each, on a file opened for appending): enter when the job starts,
 // exit when it ends, lost when the job's AbortSignal aborts while it runs (the job then stops
 // believing and ends at once). Diagnostics and a count of outcomes every 10 s go to stderr.
+// SIGTERM ends the loop after the current execute; the holder then closes its provider and
+// exits 0.
 "use strict"
 
 const fs = require("node:fs")
@@ -53,6 +57,12 @@ const holder = config.holder
 const expire = config.expire ?? 2
 const timeout = config.timeout ?? 5
 const workMs = config.workMs ?? 20
+const longMs = config.longMs ?? 0
+const longPercent = config.longPercent ?? 0
+let stopping = false
+process.on("SIGTERM", () => {
+  stopping = true
+})
 
 /** Appends one event; the BigInt's digits go into the line as they are (JSON cannot hold it). */
 function log(key, ev, extra = "") {
@@ -62,17 +72,18 @@ function log(key, ev, extra = "") {
 
 const quiet = { info() {}, debug() {}, warn: (m) => process.stderr.write(`[warn] ${m}\n`), error: (m) => process.stderr.write(`[error] ${m}\n`) }
 
+/** Builds the provider; returns it and a function that closes it. */
 async function build() {
   if (config.backend === "stock") {
     const { buildStockProvider } = compatRequire("./stock/build")
     const { provider, redis } = await buildStockProvider({ redisUrl: config.redisUrl, logger: quiet })
     await redis.ping()
-    return provider
+    return { provider, close: async () => redis.disconnect() }
   }
   const { createBridgeLockingProvider } = compatRequire("./medusa-locking-bridge")
   const provider = createBridgeLockingProvider({ url: config.bridgeUrl, token: config.token, logger: quiet })
   await provider.ready(30000)
-  return provider
+  return { provider, close: () => provider.close() }
 }
 
 /** The job: believes from its start until it ends or its signal aborts. */
@@ -82,20 +93,27 @@ async function job(key, signal) {
     log(key, "lost")
     return
   }
-  const work = Math.floor(Math.random() * (workMs + 1))
+  const work =
+    longMs > 0 && Math.random() * 100 < longPercent
+      ? longMs / 2 + Math.floor(Math.random() * (longMs / 2 + 1))
+      : Math.floor(Math.random() * (workMs + 1))
   const aborted = new Promise((resolve) => signal?.addEventListener("abort", () => resolve(true), { once: true }))
   const lost = await Promise.race([sleep(work).then(() => false), aborted])
   log(key, lost ? "lost" : "exit")
 }
 
 async function main() {
-  const provider = await build()
+  const { provider, close } = await build()
   const counts = { done: 0, failed: 0 }
   let lastError = ""
+  // Not unref'd: it also keeps the process alive. Without it a holder whose execute waits to
+  // resend its lease request after a dropped connection exits with code 0 (the bridge client
+  // unrefs its reconnect timer then, and nothing else is pending), where a stock execute's
+  // timeout timer would have kept it running.
   setInterval(() => {
     process.stderr.write(`chaos holder ${holder}: ${counts.done} done, ${counts.failed} failed (last: ${lastError})\n`)
-  }, 10000).unref()
-  for (;;) {
+  }, 10000)
+  while (!stopping) {
     const key = config.keys[Math.floor(Math.random() * config.keys.length)]
     try {
       await provider.execute([key], (signal) => job(key, signal), { expire, timeout })
@@ -106,6 +124,9 @@ async function main() {
       await sleep(10)
     }
   }
+  process.stderr.write(`chaos holder ${holder}: ${counts.done} done, ${counts.failed} failed (last: ${lastError}); stopping\n`)
+  await close()
+  process.exit(0)
 }
 
 process.on("unhandledRejection", (reason) => {
