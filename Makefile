@@ -38,9 +38,9 @@ bench: node-deps
 	@$(GO) run ./cmd/bench
 
 ## chaos: the chaos run of e2e/ (TestChaos) for DURATION of faults (default 2m; `go test ./e2e/`
-## runs a short one): SIGKILLs, link faults and Redis restarts while Go, locktui run, polling and
-## stock Medusa holders share a few keys. Prints the counts; fails on any violation of mutual
-## exclusion. CHAOS_SEED replays a schedule.
+## runs a short one): SIGKILLs, link faults, bridge and Redis restarts while Go, locktui run,
+## bridge-client, polling and stock Medusa holders share a few keys. Prints the counts; fails on
+## any violation of mutual exclusion. CHAOS_SEED replays a schedule.
 DURATION ?= 2m
 CHAOS_SEED ?=
 chaos: node-deps

@@ -126,7 +126,7 @@ func (r *chaosRun) start(h *chaosHolder) {
 	switch h.kind {
 	case kindGo:
 		cmd = exec.Command(r.holderBin, append(common("go"), "--expire", chaosTTL.String(),
-			"--timeout", chaosWait.String(), "--work", chaosWork.String(),
+			"--timeout", chaosWait.String(), "--work", chaosWork.String(), "--max-retry", chaosMaxRetry.String(),
 			"--long", chaosLongWork.String(), "--long-percent", strconv.Itoa(h.longPercent()))...)
 	case kindRun:
 		cmd = exec.Command(r.holderBin, append(common("runloop"), "--locktui", r.locktuiBin,

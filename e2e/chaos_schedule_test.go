@@ -39,7 +39,7 @@ const (
 	chaosMaxDelay                = 1500 * time.Millisecond
 	// Redis restarts first after chaosFirstRestart (or half the run, if shorter), then every
 	// chaosRestartEvery.
-	chaosFirstRestart, chaosRestartEvery = 20 * time.Second, 30 * time.Second
+	chaosFirstRestart, chaosRestartEvery = 20 * time.Second, 40 * time.Second
 	// chaosRedisDown is how long a restarted Redis stays down: longer than the longest TTL in
 	// use. The server runs without persistence and comes back empty, so the moment it answers,
 	// any key can be taken by anyone. A holder whose lease was last confirmed before the crash
@@ -50,7 +50,7 @@ const (
 	// run_id (it probes every 500 ms) before another process takes the key, which it cannot
 	// promise. The poller's SET PX is no longer than the TTL either; stock Medusa, which has no
 	// local deadline, is killed before the restart.
-	chaosRedisDown = chaosTTL + time.Second
+	chaosRedisDown = chaosTTL + 500*time.Millisecond
 	// chaosFreeSlack is what a killed Go holder's key may take beyond its TTL (and any delay
 	// on its link) to be free in Redis: the renewal it may have sent just before, and polling.
 	chaosFreeSlack = 300 * time.Millisecond

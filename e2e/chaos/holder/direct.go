@@ -31,7 +31,7 @@ func runGo(ctx context.Context, h *holder) error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	restore := redisconn.LogTo(logger)
 	defer restore()
-	p := provider.New(client, &provider.Options{Logger: logger})
+	p := provider.New(client, &provider.Options{Logger: logger, MaximumRetryInterval: h.maxRetry})
 	var stats counts
 	defer stats.print(h.holder)
 	for ctx.Err() == nil {

@@ -2,7 +2,7 @@
 // again and again and logs, on the machine's monotonic clock (chaos.MonoNow), when it starts and
 // stops believing that it holds one. Each mode is one kind of holder:
 //
-//	holder go      --redis URL --log FILE --holder ID --keys K1,K2 [--expire 2s] [--timeout 3s] [--work 20ms] [--long 3s --long-percent 2]
+//	holder go      --redis URL --log FILE --holder ID --keys K1,K2 [--expire 2s] [--timeout 3s] [--work 20ms] [--long 6s --long-percent 50] [--max-retry 1s]
 //	holder poller  --redis URL --log FILE --holder ID --keys K1,K2 [--px 2s] [--every 1ms] [--work 5ms] [--rest 0]
 //	holder runloop --redis URL --log FILE --holder ID --keys K1,K2 --locktui BIN [--expire 2s] [--grace 200ms] [--timeout 3s] [--work 20ms] [--long …]
 //	holder child   --log FILE --holder ID --key K [--work 20ms] [--long …]
@@ -44,7 +44,7 @@ type config struct {
 	redis, logPath, holder, locktui, key string
 	keys                                 []string
 	expire, timeout, work, grace         time.Duration
-	long                                 time.Duration
+	long, maxRetry                       time.Duration
 	longPercent                          int
 	px, every, rest                      time.Duration
 	seed                                 uint64
@@ -70,6 +70,7 @@ func run(args []string) int {
 	fs.DurationVar(&c.timeout, "timeout", 3*time.Second, "lock wait")
 	fs.DurationVar(&c.work, "work", 20*time.Millisecond, "longest work while holding a key")
 	fs.DurationVar(&c.long, "long", 0, "longest long work (see --long-percent)")
+	fs.DurationVar(&c.maxRetry, "max-retry", 0, "go: the provider's MaximumRetryInterval (0: its default, 1 s)")
 	fs.IntVar(&c.longPercent, "long-percent", 0, "percentage of acquisitions that work --long/2 to --long, long enough for renewals and faults to matter")
 	fs.DurationVar(&c.grace, "grace", 200*time.Millisecond, "runloop: locktui run --grace")
 	fs.DurationVar(&c.px, "px", 2*time.Second, "poller: PX of its SET")
