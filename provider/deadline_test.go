@@ -2,11 +2,14 @@ package provider_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/faultproxy"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -75,4 +78,30 @@ func TestLeaseIsLostAtOnceWhenRedisRestarts(t *testing.T) {
 	t.Logf("lost %s after the restart", time.Since(restarted).Round(time.Millisecond))
 	conflict(t, l.Err(), provider.ErrLockLost, lostMsg(`"k"`))
 	require.ErrorIs(t, l.Err(), provider.ErrServerRestarted)
+}
+
+// Defect (found by the chaos run): with replies delayed beyond the lease's local deadline,
+// AcquireLease returned a lease whose deadline had already passed (Done closed a moment later):
+// Execute started its job while Redis could already give the key to someone else. A grant that
+// comes back after its deadline is given back and tried again within the timeout.
+func TestLeaseIsNeverGrantedAfterItsDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := faultproxy.StartT(t, srv.Addr)
+	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { _ = pc.Close() })
+	p := provider.New(pc, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, p.Acquire(ctx(t), []string{"warm-up"}, provider.AcquireOptions{Owner: "w"})) // scripts loaded
+	const expire = 2 * time.Second
+	proxy.Delay(faultproxy.Downstream, 1900*time.Millisecond) // after the deadline (1.8 s), within the give-back bound
+	l, err := p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: expire, Timeout: 3 * time.Second})
+	if err == nil {
+		deadline := l.Deadline()
+		_, _ = l.Release(context.Background())
+		require.Fail(t, "a lease was granted after its deadline", "deadline passed %s before the grant", time.Since(deadline))
+	}
+	require.ErrorIs(t, err, provider.ErrTimedOut)
+	proxy.Restore(faultproxy.Downstream)
+	rdb := srv.Client(t)
+	require.Eventually(t, func() bool { return rdb.Exists(context.Background(), p.RedisKey("k")).Val() == 0 }, wait, poll,
+		"the late grants were given back")
 }

@@ -75,6 +75,9 @@ const renewRetryMin = 100 * time.Millisecond
 // extended to the full Expire before the lease is returned; a key lost meanwhile is waited for
 // again within the timeout. Without a wait, taking the keys is one round trip.
 //
+// A grant whose reply comes back after the lease's own deadline (a slow link: Redis may already
+// have expired a key) is given back and the keys are tried again within the timeout.
+//
 // On failure everything the call did is undone as for a failed Acquire, claim-checked: also on
 // a key whose reply was lost. That give-back runs even after ctx ended, bounded to 5 s: with
 // Redis unreachable, it may delay the return by the client's dial retries, and the error then
@@ -101,8 +104,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	timeoutErr := timedOut(sorted)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
 	defer cancel()
-	h := newHoldings(owner, "")
-	confirmed, err := p.acquireQueued(waitCtx, sorted, h, ttl)
+	h, confirmed, err := p.acquireInTime(waitCtx, sorted, owner, ttl)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("acquire lock for key(s) %s: %w", quoteKeys(sorted), context.Cause(ctx))
@@ -138,11 +140,39 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	return l, nil
 }
 
-// deadlineAfter is the local deadline of a lifetime requested at sent.
-func (l *Lease) deadlineAfter(sent time.Time) time.Time {
-	lifetime := time.Duration(l.ttl) * time.Second
+// acquireInTime takes every key for a lease of ttl seconds and returns its holdings and the send
+// time its deadline counts from. A grant whose reply came back after that deadline (a slow
+// link) is given back, claim-checked, and the keys are tried again under a new claim until ctx
+// ends: the holder must never start believing when Redis may already have expired a key.
+func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64) (*holdings, time.Time, error) {
+	for {
+		h := newHoldings(owner, "")
+		confirmed, err := p.acquireQueued(ctx, keys, h, ttl)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if time.Now().Before(deadlineAfter(confirmed, ttl)) {
+			return h, confirmed, nil
+		}
+		p.opts.Logger.Warn("a lease was granted after its deadline (Redis replied too late); giving it back and trying again",
+			"keys", keys, "owner", owner, "late_by", time.Since(deadlineAfter(confirmed, ttl)))
+		if err := p.putBack(context.WithoutCancel(ctx), h); err != nil { // bounded by cleanupTimeout
+			return nil, time.Time{}, h.failed(err, fmt.Errorf("acquire lock for key(s) %s: granted too late", quoteKeys(keys)))
+		}
+		if ctx.Err() != nil {
+			return nil, time.Time{}, context.Cause(ctx)
+		}
+	}
+}
+
+// deadlineAfter is the local deadline of a lifetime of ttl seconds requested at sent.
+func deadlineAfter(sent time.Time, ttl int64) time.Time {
+	lifetime := time.Duration(ttl) * time.Second
 	return sent.Add(lifetime - SafetyMargin(lifetime))
 }
+
+// deadlineAfter is the local deadline of the lease's lifetime requested at sent.
+func (l *Lease) deadlineAfter(sent time.Time) time.Time { return deadlineAfter(sent, l.ttl) }
 
 // Deadline returns the moment the lease is lost locally unless a renewal is confirmed first:
 // the send time of the last confirmed renewal (or of the acquisition) plus the TTL less
