@@ -24,7 +24,9 @@ const (
 // leaseEntry is a lease held for this connection.
 type leaseEntry struct {
 	lease    *provider.Lease
-	renewals float64 // its share of the connection's renewal budget
+	expire   time.Duration // its TTL
+	renewals float64       // its share of the connection's renewal budget
+	lost     bool          // lease_lost was sent; what it still holds waits for its holder to stop believing
 }
 
 // leaseExpire is the expire a lease request gets: the default when absent, at least
@@ -81,7 +83,8 @@ func (c *conn) lease(ctx context.Context, req Request, renewals float64) (any, *
 	}
 	c.nextLease++
 	id := leaseIDPrefix + strconv.FormatUint(c.nextLease, 10)
-	e := &leaseEntry{lease: l, renewals: renewals}
+	// The provider's TTL: whole seconds, rounded up.
+	e := &leaseEntry{lease: l, expire: (opts.Expire + time.Second - 1).Truncate(time.Second), renewals: renewals}
 	c.leases[id] = e
 	c.watchers.Add(1)
 	c.mu.Unlock()
@@ -99,7 +102,9 @@ func (c *conn) pingResult() pingResult {
 	defer c.mu.Unlock()
 	r := pingResult{Leases: make(map[string]int64, len(c.leases))}
 	for id, e := range c.leases {
-		r.Leases[id] = validMS(e.lease)
+		if !e.lost {
+			r.Leases[id] = validMS(e.lease)
+		}
 	}
 	return r
 }
@@ -124,17 +129,30 @@ func (c *conn) take(id string, e *leaseEntry) bool {
 	return true
 }
 
-// watch pushes lease_lost as soon as the provider finds the lease lost, then releases what the
-// lease still holds (owner-checked) and forgets it.
+// watch pushes lease_lost as soon as the provider finds the lease lost. What the lease still
+// holds is released (owner-checked) only once its holder has certainly stopped believing: the
+// client acknowledges with lease_release, the connection's leases are freed (end), or the
+// lease's deadline plus a tenth of its TTL passes (the client's own deadline for it is earlier,
+// see docs/bridge-protocol.md). Until then a slow link could keep the client from being told.
 func (c *conn) watch(id string, e *leaseEntry) {
 	defer c.watchers.Done()
 	defer c.recoverInternal()
 	<-e.lease.Done()
 	lost := e.lease.Err()
-	if lost == nil || !c.take(id, e) {
-		return // released
+	if lost == nil {
+		return // released or abandoned
 	}
-	c.forgetLease(e)
+	c.mu.Lock()
+	held := c.leases[id] == e
+	if held {
+		e.lost = true
+		c.renewals -= e.renewals // it renews no more
+		e.renewals = 0
+	}
+	c.mu.Unlock()
+	if !held {
+		return // a lease_release or the connection's end took it
+	}
 	c.s.metrics.leasesLost.Inc()
 	keys := e.lease.Keys()
 	var ce *provider.ConflictError
@@ -143,7 +161,17 @@ func (c *conn) watch(id string, e *leaseEntry) {
 	}
 	c.log.Warn("lease lost", "lease", id, "keys", keys, "owner", e.lease.Owner(), "cause", lost)
 	c.sendJSON(leaseLost{Type: "lease_lost", Lease: id, Keys: keys, Error: newError(CodeLockLost, lost.Error()).body()})
-	c.releaseLease(id, e.lease)
+	believed := time.NewTimer(time.Until(e.lease.Deadline().Add(provider.SafetyMargin(e.expire))))
+	defer believed.Stop()
+	select {
+	case <-believed.C:
+	case <-c.ctx.Done():
+		return // the connection ended: end frees it with the others
+	}
+	if c.take(id, e) {
+		c.forgetLease(e)
+		c.releaseLease(id, e.lease)
+	}
 }
 
 // leaseRelease releases a lease of this connection. After a Redis error the lease stays on the

@@ -89,7 +89,9 @@ func (c *conn) start(req Request) {
 		return
 	}
 	parent := c.s.ctx // runs to completion, even after the connection ended
-	if isWait(req) {
+	if isWait(req) || req.Op == OpResume {
+		// A resume waits for another connection's requests: it must not outlive its own
+		// connection, or two connections resuming each other's session wait for each other.
 		parent = c.ctx
 	}
 	ctx, cancel := context.WithCancelCause(parent)

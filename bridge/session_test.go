@@ -2,7 +2,9 @@ package bridge_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,4 +170,34 @@ func TestOneReleaseAllAtATime(t *testing.T) {
 	require.JSONEq(t, "1", string(f.ID))
 	require.True(t, f.OK)
 	c.ok(req{"id": 3, "op": "release_all", "owner": "p"})
+}
+
+// Defect: two connections of one token that resumed each other's session at once waited for each
+// other forever (each resume waited for the other connection's requests, its resume among them):
+// their leases were renewed for good and their goroutines never ended. A resume now ends with its
+// own connection.
+func TestCrossedResumesEnd(t *testing.T) {
+	h := start(t, func(c *bridge.Config) { c.ClientTimeout = time.Minute })
+	for i := range 20 {
+		a, b := h.dial(testToken), h.dial(testToken)
+		ka, kb := fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)
+		a.ok(req{"id": 1, "op": "lease", "keys": []string{ka}})
+		b.ok(req{"id": 1, "op": "lease", "keys": []string{kb}})
+		var wg sync.WaitGroup
+		var errA, errB error
+		wg.Go(func() {
+			errA = a.ws.WriteJSON(req{"id": 2, "op": "resume", "session": b.welcome.Session, "ids": []any{1}})
+		})
+		wg.Go(func() {
+			errB = b.ws.WriteJSON(req{"id": 2, "op": "resume", "session": a.welcome.Session, "ids": []any{1}})
+		})
+		wg.Wait()
+		require.NoError(t, errA)
+		require.NoError(t, errB)
+		require.Eventually(t, func() bool { return h.owner(ka) == "" || h.owner(kb) == "" }, eventually, tick,
+			"round %d: a resumed connection's leases are freed at once", i)
+		for _, c := range []*client{a, b} { // the survivor, if any, holds none of its leases
+			_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+		}
+	}
 }

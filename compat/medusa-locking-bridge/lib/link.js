@@ -127,7 +127,11 @@ class Link {
     this.deadlines.valid(lease, sentAt, validMs)
   }
 
-  /** The bridge lost the lease; it releases what is left and forgets it, so nothing is sent. */
+  /**
+   * The bridge lost the lease. Once the signal has aborted, lease_release tells the bridge that
+   * this client no longer believes it holds the keys the lease still has: the bridge keeps them
+   * until then (or until the lease's deadline), and releases them now.
+   */
   onLeaseLost(msg) {
     const lease = this.leases.get(msg.lease)
     if (!lease) return
@@ -135,6 +139,7 @@ class Link {
     const reason = msg.error?.message ? this.client.bridgeError(msg.error) : undefined
     lease.lose({ reason, cause: reason ? undefined : new Error("the bridge reported the lease lost") })
     this.client.logger?.warn?.(lease.signal.reason.message)
+    if (this.usable) this.send({ op: "lease_release", fields: { lease: lease.id }, internal: true })
   }
 
   /** going_away: no new work here; leases end at the drain deadline; new work goes to a new connection. */

@@ -301,6 +301,24 @@ describe("defect 6: lease_lost", () => {
       await one.stop()
     }
   })
+
+  test("the lease's other keys stay held until the signal has aborted, then are freed at once", async () => {
+    const locks = client()
+    const [lost, kept] = ["s6_multi_lost", "s6_multi_kept"]
+    const job = await holding(locks, [lost, kept], { expire: 10 })
+    const owner = await env.raw.get(NS + kept)
+    let keptAtAbort
+    job.signal.addEventListener("abort", () => {
+      keptAtAbort = env.raw.get(NS + kept)
+    }, { once: true })
+    await env.raw.set(NS + lost, "thief")
+    await job.run
+    assert.equal(await keptAtAbort, owner, "the bridge did not free it before the client was told")
+    // Without the client's word the bridge would keep it until the lease's deadline (~6 s or more).
+    await waitFor("the other key to be freed", async () => (await env.raw.get(NS + kept)) === null, 1000)
+    assert.equal(await env.raw.get(NS + lost), "thief")
+    await env.raw.del(NS + lost)
+  })
 })
 
 describe("going_away and shutting_down", () => {
