@@ -53,6 +53,7 @@ class Requests {
       if (!link) return this.again(entry, batch)
       const lease = new Lease(link, result.lease, result.owner, entry.keys)
       link.addLease(lease, entry.sentAt, result.valid_ms)
+      if (performance.now() >= link.deadlines.deadlineOf(lease)) return this.tooLate(entry, lease)
       return client.finish(entry, null, lease)
     }
     const code = reply.error?.code
@@ -144,6 +145,25 @@ class Requests {
     }
     if (batch) batch.push(entry)
     else client.enqueue(entry, { front: true })
+  }
+
+  /**
+   * A lease whose reply came after its own deadline (a slow link: Redis may have expired a key
+   * already) is never handed to the job: it is given back and asked for again while execute's
+   * timeout allows.
+   */
+  tooLate(entry, lease) {
+    const { client } = this
+    lease.release().catch(() => {}) // the bridge retries a failed release itself
+    if (performance.now() < entry.deadline) return client.enqueue(entry, { front: true })
+    client.finish(
+      entry,
+      lockingError(
+        Types.UNEXPECTED_STATE,
+        `locking-bridge: every lease the bridge at ${client.display} granted within execute's timeout arrived after its own deadline (the link is too slow); nothing is held`,
+        { bridgeCode: "lease_too_late" }
+      )
+    )
   }
 
   /** Settles acquire at time at (performance.now()), on the connection current then. */

@@ -278,6 +278,27 @@ describe("defect 4: each lease has a local deadline", () => {
   })
 })
 
+describe("a lease granted too late", () => {
+  test("a grant whose reply comes after its own deadline never starts the job", async () => {
+    // A 12 s client timeout keeps the connection certain with replies 1.9 s late.
+    const slow = await startStack({ redis: env.redis, args: ["--client-timeout", "12s"] })
+    try {
+      const locks = client(slow)
+      const key = "s4_late"
+      // expire 2: valid_ms is at most 1.8 s from the send time; every reply comes 1.9 s late.
+      slow.clientProxy.delay("down", 1900)
+      let ran = false
+      const err = await locks.execute(key, async () => (ran = true), { expire: 2, timeout: 3 }).catch((e) => e)
+      assert.equal(ran, false, "the job never ran")
+      assert.equal(err?.bridgeCode, "lease_too_late", `execute rejects: ${err?.message}`)
+      slow.clientProxy.delay("down", 0)
+      await waitFor("the late leases given back", async () => (await env.raw.exists(NS + key)) === 0)
+    } finally {
+      await slow.stop()
+    }
+  })
+})
+
 describe("defect 6: lease_lost", () => {
   test("aborts at once, leaves no entry behind (a --max-leases 1 bridge keeps serving)", async () => {
     const one = await startStack({ redis: env.redis, args: ["--client-timeout", "1s", "--max-leases", "1"] })
