@@ -223,3 +223,90 @@ func round(x float64, digits int) float64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Section is one critical section in a contended run: when its job started (wall clock, Unix
+// milliseconds, shared by every process on the machine) and which worker of which process ran
+// it.
+type Section struct {
+	StartMs float64
+	Proc    int
+	Worker  int
+}
+
+// Handoffs counts the hand-offs that the workers of one process made: how often the key went
+// from one of its critical sections to the next one, and how often that next one was the same
+// worker's (the releasing worker took the key straight back) or another worker of the same
+// process.
+type Handoffs struct {
+	Total       int `json:"total"`
+	SameWorker  int `json:"same_worker"`
+	SameProcess int `json:"same_process"`
+}
+
+// Add returns the sum of h and o.
+func (h Handoffs) Add(o Handoffs) Handoffs {
+	return Handoffs{Total: h.Total + o.Total, SameWorker: h.SameWorker + o.SameWorker, SameProcess: h.SameProcess + o.SameProcess}
+}
+
+// SameWorkerShare is SameWorker / Total, or nil without hand-offs.
+func (h Handoffs) SameWorkerShare() *float64 {
+	if h.Total == 0 {
+		return nil
+	}
+	return ptr(round(float64(h.SameWorker)/float64(h.Total), 3))
+}
+
+// CountHandoffs orders sections by start (critical sections on one key never overlap, so their
+// start order is the order the key passed in) and counts each consecutive pair as a hand-off of
+// the earlier section's process, keyed by that process.
+func CountHandoffs(sections []Section) map[int]Handoffs {
+	s := slices.Clone(sections)
+	slices.SortStableFunc(s, func(a, b Section) int {
+		switch {
+		case a.StartMs < b.StartMs:
+			return -1
+		case a.StartMs > b.StartMs:
+			return 1
+		}
+		return 0
+	})
+	out := map[int]Handoffs{}
+	for i := 1; i < len(s); i++ {
+		prev, next := s[i-1], s[i]
+		h := out[prev.Proc]
+		h.Total++
+		if prev.Proc == next.Proc {
+			h.SameProcess++
+			if prev.Worker == next.Worker {
+				h.SameWorker++
+			}
+		}
+		out[prev.Proc] = h
+	}
+	return out
+}
+
+// JainOverProcesses is Jain's index over the processes' totals: perProcess[p] holds the counts
+// of process p's workers.
+func JainOverProcesses(perProcess [][]int) float64 {
+	totals := make([]int, len(perProcess))
+	for p, counts := range perProcess {
+		for _, c := range counts {
+			totals[p] += c
+		}
+	}
+	return Jain(totals)
+}
+
+// P99WithTimeouts is the nearest-rank p99 of waits (milliseconds) after adding one wait of
+// timeoutMs for each of the timeouts calls that gave up: a call that timed out waited the whole
+// timeout, and leaving it out hides starvation.
+func P99WithTimeouts(waits []float64, timeouts int, timeoutMs float64) float64 {
+	s := make([]float64, 0, len(waits)+timeouts)
+	s = append(s, waits...)
+	for range timeouts {
+		s = append(s, timeoutMs)
+	}
+	slices.Sort(s)
+	return Percentile(s, 99)
+}
