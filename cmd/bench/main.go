@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +30,9 @@ import (
 )
 
 func main() {
+	if bench.IsWorker() { // a Go worker process started by a multi-process scenario
+		os.Exit(bench.WorkerMain())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -59,7 +63,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.warmup, "warmup", bench.DefaultWarmup, "sequential execute calls before each window")
 	fs.DurationVar(&o.timeout, "timeout", bench.DefaultExecTimeout, "execute's acquisition timeout, at least 1s (stock's default waitLockingTimeout is 5s)")
 	fs.StringVar(&o.impls, "impl", "all", "comma-separated implementations to run (go, stock, bridge)")
-	fs.StringVar(&o.scenarios, "scenario", "all", "comma-separated scenarios to run (uncontended_1, uncontended_50, contended_8x1ms, contended_32x5ms)")
+	fs.StringVar(&o.scenarios, "scenario", "all", "comma-separated scenarios to run ("+strings.Join(bench.Plan{Scenarios: bench.DefaultScenarios(), Multi: bench.DefaultMultiScenarios(), Cluster: bench.DefaultClusterScenarios()}.Names(), ", ")+"); a multi-process scenario runs only when --impl has all its implementations, the cluster ones only with go")
 	fs.StringVar(&o.compat, "compat", "", "the compat/ directory with node_modules (default: found from the working directory)")
 	fs.StringVar(&o.redisURL, "redis-url", "", "use this Redis instead of starting a private redis-server (it must be a scratch server: the run writes keys)")
 	fs.Usage = func() {
@@ -107,18 +111,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return 2
 	}
-	scenarios, err := bench.SelectScenarios(o.scenarios)
+	plan, err := bench.SelectPlan(o.scenarios)
 	if err == nil {
 		var impls []bench.Impl
 		if impls, err = bench.SelectImpls(o.impls); err == nil {
-			return runBench(ctx, o, scenarios, impls, stdout, stderr)
+			return runBench(ctx, o, plan, impls, stdout, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "bench: %v\n", err)
 	return 2
 }
 
-func runBench(ctx context.Context, o options, scenarios []bench.Scenario, impls []bench.Impl, stdout, stderr io.Writer) int {
+func runBench(ctx context.Context, o options, plan bench.Plan, impls []bench.Impl, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1
@@ -149,11 +153,17 @@ func runBench(ctx context.Context, o options, scenarios []bench.Scenario, impls 
 		Duration:  o.duration,
 		Warmup:    warmupArg(o.warmup),
 		Timeout:   o.timeout,
-		Scenarios: scenarios,
+		Scenarios: plan.Scenarios,
+		Multi:     plan.Multi,
+		Cluster:   plan.Cluster,
 		Impls:     impls,
 		Log:       stderr,
 	})
 	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintln(stderr)
+	if err := bench.WriteTable(stderr, rep); err != nil {
 		return fail(err)
 	}
 	enc := json.NewEncoder(stdout)

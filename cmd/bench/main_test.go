@@ -3,16 +3,23 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/locktui/locktui/internal/bench"
 	"github.com/locktui/locktui/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if bench.IsWorker() { // a Go worker process of a multi-process scenario
+		os.Exit(bench.WorkerMain())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 var badArgs = []struct {
 	args []string

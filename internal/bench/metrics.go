@@ -57,6 +57,30 @@ type Result struct {
 	HoldMsMean   *float64   `json:"hold_ms_mean,omitempty"`
 	RedisMaxInCS *int64     `json:"redis_max_in_cs,omitempty"`
 
+	// LockBusy is cs_per_s × hold_ms_mean / 1000: the share of the window the key was held.
+	LockBusy *float64 `json:"lock_busy,omitempty"`
+	// WaitP99TimeoutsMs is the p99 of wait_ms with every timed-out call counted as a wait of
+	// the whole timeout.
+	WaitP99TimeoutsMs *float64 `json:"wait_p99_with_timeouts_ms,omitempty"`
+	// Handoffs counts the hand-offs this implementation's workers made; HandoffSameWorker is
+	// the share that went back to the releasing worker.
+	Handoffs          *Handoffs `json:"handoffs,omitempty"`
+	HandoffSameWorker *float64  `json:"handoff_same_worker,omitempty"`
+
+	// Processes, FairnessProcesses and Share are set in multi-process scenarios: how many
+	// processes ran this implementation, Jain's index over their totals, and their share of
+	// the scenario's critical sections.
+	Processes         int      `json:"processes,omitempty"`
+	FairnessProcesses *float64 `json:"fairness_processes,omitempty"`
+	Share             *float64 `json:"share,omitempty"`
+
+	// CPUMsPer1k is the runner processes' CPU time per 1,000 executes (window and drain);
+	// BridgeCPUMsPer1k the bridge server's, for the bridge.
+	CPUMsPer1k       *float64 `json:"cpu_ms_per_1k_executes,omitempty"`
+	BridgeCPUMsPer1k *float64 `json:"bridge_cpu_ms_per_1k_executes,omitempty"`
+	// StartLateMs is how late the latest of its processes opened its window (0: together).
+	StartLateMs float64 `json:"start_late_ms,omitempty"`
+
 	Fairness   float64 `json:"fairness"`
 	Overlaps   int     `json:"overlaps"`
 	Timeouts   int     `json:"timeouts"`
@@ -118,6 +142,10 @@ func Summarize(sc Scenario, spec Spec, raw *Raw) Result {
 	if raw.WindowMs > 0 {
 		rate = float64(ops) / (raw.WindowMs / 1000)
 	}
+	if calls := raw.executes(); calls > 0 && raw.CPUMs > 0 {
+		res.CPUMsPer1k = ptr(round(raw.CPUMs/float64(calls)*1000, 1))
+	}
+	res.StartLateMs = round(raw.StartLateMs, 1)
 	if !sc.SharedKey {
 		res.OpsPerS = ptr(round(rate, 1))
 		res.LatencyMs = quantiles(raw.LatencyMs)
@@ -136,8 +164,36 @@ func Summarize(sc Scenario, spec Spec, raw *Raw) Result {
 		hold = raw.HoldMsSum / float64(n)
 	}
 	res.HoldMsMean = ptr(round(hold, 3))
+	res.LockBusy = ptr(round(rate*hold/1000, 3))
+	res.WaitP99TimeoutsMs = ptr(round(P99WithTimeouts(raw.WaitMs, raw.Timeouts, spec.TimeoutS*1000), 3))
+	if raw.CSStartUnixMs != nil {
+		h := CountHandoffs(raw.sections(0))[0]
+		res.setHandoffs(h)
+	}
 	res.RedisMaxInCS = ptr(raw.RedisMax)
 	return res
+}
+
+func (r *Result) setHandoffs(h Handoffs) {
+	r.Handoffs = &h
+	r.HandoffSameWorker = h.SameWorkerShare()
+}
+
+// executes is the number of execute calls made in the window (and finished while draining).
+func (raw *Raw) executes() int { return len(raw.WaitMs) + raw.Timeouts + raw.Errors }
+
+// sections are the raw's critical sections that started inside its window, as process proc's.
+func (raw *Raw) sections(proc int) []Section {
+	var out []Section
+	end := raw.WindowStartUnixMs + raw.WindowMs
+	for w, starts := range raw.CSStartUnixMs {
+		for _, t := range starts {
+			if t >= raw.WindowStartUnixMs && t <= end {
+				out = append(out, Section{StartMs: t, Proc: proc, Worker: w})
+			}
+		}
+	}
+	return out
 }
 
 // Percentile returns the nearest-rank p-th percentile (0 < p <= 100) of sorted samples: the
