@@ -27,6 +27,7 @@ var badArgs = []struct {
 }{
 	{[]string{"--duration", "0s"}, "--duration must be positive"},
 	{[]string{"--duration", "soon"}, "invalid value"},
+	{[]string{"--multi-duration", "-1s"}, "--multi-duration must be positive"},
 	{[]string{"--warmup", "-3"}, "--warmup must not be negative"},
 	{[]string{"--timeout", "500ms"}, "--timeout must be at least 1s"},
 	{[]string{"--scenario", "uncontended_7"}, `unknown scenario "uncontended_7"`},

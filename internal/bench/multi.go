@@ -137,7 +137,7 @@ func multiSpec(cfg Config, m MultiScenario, p int, startAt time.Time) Spec {
 		Workers:       m.Workers,
 		Keys:          []string{m.Name + ":" + sharedKey},
 		CSMs:          ms(m.CriticalSection),
-		DurationMs:    ms(cfg.Duration),
+		DurationMs:    ms(cfg.MultiDuration),
 		Warmup:        cfg.Warmup,
 		WarmupKey:     fmt.Sprintf("%s:%s:p%d", m.Name, warmupKey, p),
 		TimeoutS:      cfg.Timeout.Seconds(),

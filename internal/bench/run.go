@@ -25,6 +25,10 @@ const (
 	DefaultDuration = 3 * time.Second
 	// QuickDuration is the window of a --quick smoke test.
 	QuickDuration = 250 * time.Millisecond
+	// DefaultMultiDuration is each multi-process scenario's window: twice stock's execute
+	// timeout, so a call that starves can time out inside it (with a window shorter than the
+	// timeout, starvation shows only as long waits).
+	DefaultMultiDuration = 10 * time.Second
 	// DefaultWarmup is the number of sequential executes before each window (then one
 	// concurrent round, one execute per worker).
 	DefaultWarmup = 50
@@ -53,6 +57,8 @@ type Config struct {
 	CompatDir string
 	// Duration is each scenario's measurement window per implementation; default 3 s.
 	Duration time.Duration
+	// MultiDuration is each multi-process scenario's window; default DefaultMultiDuration.
+	MultiDuration time.Duration
 	// Warmup is the number of sequential executes before each window; 0 means the default
 	// (50), a negative value none.
 	Warmup int
@@ -78,6 +84,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Duration <= 0 {
 		c.Duration = DefaultDuration
+	}
+	if c.MultiDuration <= 0 {
+		c.MultiDuration = DefaultMultiDuration
 	}
 	switch {
 	case c.Warmup == 0:
@@ -120,12 +129,13 @@ type Environment struct {
 
 // Settings are the run's parameters.
 type Settings struct {
-	DurationMs float64  `json:"duration_ms"`
-	Warmup     int      `json:"warmup"`
-	TimeoutS   float64  `json:"timeout_s"`
-	ExpireS    float64  `json:"expire_s"`
-	Impls      []string `json:"impls"`
-	Baseline   string   `json:"baseline"`
+	DurationMs      float64  `json:"duration_ms"`
+	MultiDurationMs float64  `json:"multi_duration_ms"`
+	Warmup          int      `json:"warmup"`
+	TimeoutS        float64  `json:"timeout_s"`
+	ExpireS         float64  `json:"expire_s"`
+	Impls           []string `json:"impls"`
+	Baseline        string   `json:"baseline"`
 }
 
 // Report is the JSON document `make bench` prints.
@@ -162,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				"@medusajs/locking-redis", "@medusajs/framework", "ioredis", "ws"),
 		},
 		Settings: Settings{
-			DurationMs: ms(cfg.Duration), Warmup: cfg.Warmup,
+			DurationMs: ms(cfg.Duration), MultiDurationMs: ms(cfg.MultiDuration), Warmup: cfg.Warmup,
 			TimeoutS: cfg.Timeout.Seconds(), ExpireS: cfg.Expire.Seconds(), Baseline: Baseline,
 		},
 		MetricsDoc: MetricsDoc,

@@ -51,11 +51,12 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 	srv := redistest.Start(t)
 	var log strings.Builder
 	rep, err := bench.Run(t.Context(), bench.Config{
-		RedisURL:  srv.URL,
-		CompatDir: dir,
-		Duration:  bench.QuickDuration,
-		Warmup:    bench.QuickWarmup,
-		Log:       &log,
+		RedisURL:      srv.URL,
+		CompatDir:     dir,
+		Duration:      bench.QuickDuration,
+		MultiDuration: bench.QuickDuration,
+		Warmup:        bench.QuickWarmup,
+		Log:           &log,
 	})
 	require.NoError(t, err, "log:\n%s", log.String())
 	assert.Empty(t, rep.Problems)
