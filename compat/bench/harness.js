@@ -174,6 +174,23 @@ async function runScenario(spec, provider, counter, isTimeout) {
   return raw
 }
 
+/**
+ * The client of the INCR/DECR counter: a Redis.Cluster for a locktui cluster URL
+ * (redis://host:port?cluster=true&addr=host2:port2&…, see redisconn in the Go module), else a
+ * standalone client. Connect it before use.
+ */
+function counterClient(url) {
+  const u = new URL(url)
+  if (u.searchParams.get("cluster") !== "true") {
+    return new Redis(url, { lazyConnect: true })
+  }
+  const nodes = [u.host, ...u.searchParams.getAll("addr")].map((addr) => {
+    const i = addr.lastIndexOf(":")
+    return { host: addr.slice(0, i), port: Number(addr.slice(i + 1)) }
+  })
+  return new Redis.Cluster(nodes, { lazyConnect: true })
+}
+
 /** Runs spec with a fresh provider from impl and the shared counter client. */
 async function runWith(impl, spec, counter) {
   const provider = await impl.open(spec)
@@ -207,7 +224,7 @@ async function serve(impl) {
       try {
         const spec = JSON.parse(line)
         if (!counter) {
-          counter = new Redis(spec.redis_url, { lazyConnect: true })
+          counter = counterClient(spec.redis_url)
           await counter.connect()
         }
         answer = { raw: await runWith(impl, spec, counter) }
@@ -226,7 +243,7 @@ async function serve(impl) {
 /** Runs the one spec given as argv[2] and prints its Raw. */
 async function once(impl, arg) {
   const spec = JSON.parse(arg)
-  const counter = new Redis(spec.redis_url, { lazyConnect: true })
+  const counter = counterClient(spec.redis_url)
   await counter.connect()
   try {
     await writeLine(await runWith(impl, spec, counter))

@@ -2,9 +2,9 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,7 +35,6 @@ func DefaultClusterScenarios() []Scenario {
 // clusterNotes say which implementations the cluster run leaves out, and why.
 var clusterNotes = []string{
 	"stock: not run on the cluster: @medusajs/locking-redis 2.21.2's loader builds new Redis(redisUrl, redisOptions), a standalone ioredis client (never Redis.Cluster), so stock as Medusa configures it fails with MOVED on every key whose slot is on another master (checked by hand on a local 3-master cluster: 4 of 5 keys)",
-	"bridge: not run on the cluster: the bench's Node harness uses a standalone ioredis client for its INCR/DECR overlap counter",
 }
 
 // Cluster is a local Redis Cluster of ClusterMasters masters started for one run: redis-server
@@ -120,9 +119,10 @@ func (c *Cluster) Stop() {
 	}
 }
 
-// runCluster starts the cluster, runs cfg.Cluster with the Go provider (in-process, a go-redis
-// cluster client from redisconn.Open), stops the cluster and returns the rows and the notes on
-// what it left out.
+// runCluster starts the cluster and runs cfg.Cluster with the Go provider (in-process, a
+// go-redis cluster client from redisconn.Open) and, when the bridge is among cfg.Impls, the
+// bridge client through a bridge of its own on the cluster; it stops them and the cluster and
+// returns the rows and the notes on what it left out.
 func runCluster(ctx context.Context, cfg Config) ([]Result, []string, error) {
 	fmt.Fprintf(cfg.Log, "bench: starting a local Redis Cluster (%d masters)\n", ClusterMasters)
 	cl, err := StartCluster(ctx, ClusterMasters)
@@ -132,20 +132,32 @@ func runCluster(ctx context.Context, cfg Config) ([]Result, []string, error) {
 	defer cl.Stop()
 	ccfg := cfg
 	ccfg.RedisURL = cl.URL
-	env := Env{RedisURL: cl.URL, CompatDir: cfg.CompatDir, Log: cfg.Log}
-	r, err := GoImpl{}.Open(ctx, env)
+	env := Env{RedisURL: cl.URL, CompatDir: cfg.CompatDir, Log: cfg.Log, bridge: &sharedBridge{}}
+	defer func() {
+		if err := env.bridge.stop(); err != nil {
+			fmt.Fprintf(cfg.Log, "bench: warning: cluster: %v\n", err)
+		}
+	}()
+	impls := []Impl{GoImpl{}}
+	if slices.ContainsFunc(cfg.Impls, func(im Impl) bool { return im.Name() == BridgeName }) {
+		impls = append(impls, bridgeImpl())
+	}
+	runners, err := openAll(ctx, impls, env)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster: %w", err)
 	}
+	defer closeAll(impls, runners, cfg.Log)
 	var out []Result
 	for _, sc := range cfg.Cluster {
-		res, err := runSingle(ctx, ccfg, sc, "go", r, env)
-		if err != nil {
-			return nil, nil, errors.Join(fmt.Errorf("cluster: %w", err), r.Close())
+		for i, im := range impls {
+			res, err := runSingle(ctx, ccfg, sc, im.Name(), runners[i], env)
+			if err != nil {
+				return nil, nil, fmt.Errorf("cluster: %w", err)
+			}
+			out = append(out, res)
 		}
-		out = append(out, res)
 	}
-	return out, clusterNotes, r.Close()
+	return out, clusterNotes, nil
 }
 
 // ClusterRatios divides each cluster row's throughput by the same implementation's on the

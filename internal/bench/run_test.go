@@ -156,13 +156,19 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 		}
 	}
 
-	// The cluster run: Go only, with the reasons for the others.
-	require.Len(t, rep.Cluster, len(bench.DefaultClusterScenarios()))
-	for _, r := range rep.Cluster {
-		assert.Equal(t, "go", r.Impl)
+	// The cluster run: Go and the bridge (through a bridge of its own on the cluster), with the
+	// reason stock is left out.
+	clusterImpls := []string{"go", bench.BridgeName}
+	require.Len(t, rep.Cluster, len(clusterImpls)*len(bench.DefaultClusterScenarios()))
+	for i, r := range rep.Cluster {
+		assert.Equal(t, clusterImpls[i%len(clusterImpls)], r.Impl)
 		assert.Zero(t, r.Overlaps, r.Name)
 		assert.Zero(t, r.Errors, "%s: %s", r.Name, r.FirstError)
-		assert.Contains(t, rep.Ratios[r.Name], "go_over_go_standalone", r.Name)
+		if r.RedisMaxInCS != nil && r.WaitMs.Count > 0 {
+			assert.Equal(t, int64(1), *r.RedisMaxInCS, "%s/%s", r.Name, r.Impl)
+		}
+		key := r.Impl + "_over_" + r.Impl + "_standalone"
+		assert.Contains(t, rep.Ratios[r.Name], key, r.Name)
 	}
 	assert.NotEmpty(t, rep.ClusterNotes)
 
@@ -171,10 +177,11 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 	require.NoError(t, bench.WriteTable(&table, rep))
 	assert.Equal(t, len(rep.Scenarios)+len(rep.MultiProcess)+len(rep.Cluster), strings.Count(table.String(), "\n| "), table.String())
 
-	// One bridge served every bridge runner (a connection per scenario and process) and was
-	// stopped gracefully at the end.
-	assert.Equal(t, len(scenarios)+bridgeProcesses, strings.Count(log.String(), `"msg":"connection opened"`), "log:\n%s", log.String())
-	assert.Contains(t, log.String(), `"msg":"stopped"`)
+	// One bridge served every bridge runner on the single server (a connection per scenario and
+	// process), another the cluster's; both were stopped gracefully at the end.
+	opened := len(scenarios) + bridgeProcesses + len(bench.DefaultClusterScenarios())
+	assert.Equal(t, opened, strings.Count(log.String(), `"msg":"connection opened"`), "log:\n%s", log.String())
+	assert.Equal(t, 2, strings.Count(log.String(), `"msg":"stopped"`))
 }
 
 func TestNodeImplNamesTheMissingDependencies(t *testing.T) {
