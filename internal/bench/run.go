@@ -203,7 +203,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		openErrs  [2]error
 		wg        sync.WaitGroup
 	)
-	wg.Go(func() { runners, openErrs[0] = openAll(ctx, cfg.Impls, env) })
+	if len(cfg.Scenarios) > 0 { // only multi-process or cluster scenarios: no single runners
+		wg.Go(func() { runners, openErrs[0] = openAll(ctx, cfg.Impls, env) })
+	}
 	wg.Go(func() { procs, closePool, openErrs[1] = openPool(ctx, cfg, multi, env) })
 	wg.Wait()
 	if runners != nil {
