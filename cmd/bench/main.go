@@ -1,7 +1,9 @@
 // Command bench runs the Go lock provider, stock Medusa's @medusajs/locking-redis and the bridge
 // client (compat/medusa-locking-bridge, through a Go bridge built and started for the run) side
-// by side against a private redis-server and prints one JSON report on stdout (progress on
-// stderr).
+// by side against a private redis-server and prints one JSON report on stdout (progress and a
+// Markdown table of the results on stderr): single-process scenarios, multi-process ones (4
+// processes × 4 workers on one key, mixing implementations) and a run on a local 3-master Redis
+// Cluster.
 //
 //	go run ./cmd/bench                 # 3 s per scenario and implementation
 //	go run ./cmd/bench --quick         # smoke test: a fraction of a second each
@@ -11,6 +13,9 @@
 // on PATH and compat/node_modules (`make node-deps`). The exit status is 0 on a correct run, 1
 // when a run failed or found a correctness problem (overlapping critical sections, failed
 // executes; the report is still printed), 2 for bad flags. Speed is reported, never judged.
+//
+// Started with LOCKTUI_BENCH_WORKER=1 it is a Go worker process of the multi-process scenarios
+// instead (see bench.WorkerEnv).
 package main
 
 import (
@@ -22,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -29,6 +35,9 @@ import (
 )
 
 func main() {
+	if bench.IsWorker() { // a Go worker process started by a multi-process scenario
+		os.Exit(bench.WorkerMain())
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -38,6 +47,7 @@ func main() {
 // options are the parsed command line.
 type options struct {
 	duration  time.Duration
+	multiDur  time.Duration
 	quick     bool
 	warmup    int
 	timeout   time.Duration
@@ -55,11 +65,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.DurationVar(&o.duration, "duration", bench.DefaultDuration, "measurement window of each scenario for each implementation")
-	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("smoke test: %s windows and %d warm-up calls (an explicit --duration/--warmup wins)", bench.QuickDuration, bench.QuickWarmup))
+	fs.DurationVar(&o.multiDur, "multi-duration", bench.DefaultMultiDuration, "measurement window of each multi-process scenario (twice the execute timeout lets a starved call time out inside it)")
+	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("smoke test: %s windows and %d warm-up calls (an explicit --duration/--multi-duration/--warmup wins)", bench.QuickDuration, bench.QuickWarmup))
 	fs.IntVar(&o.warmup, "warmup", bench.DefaultWarmup, "sequential execute calls before each window")
 	fs.DurationVar(&o.timeout, "timeout", bench.DefaultExecTimeout, "execute's acquisition timeout, at least 1s (stock's default waitLockingTimeout is 5s)")
 	fs.StringVar(&o.impls, "impl", "all", "comma-separated implementations to run (go, stock, bridge)")
-	fs.StringVar(&o.scenarios, "scenario", "all", "comma-separated scenarios to run (uncontended_1, uncontended_50, contended_8x1ms, contended_32x5ms)")
+	fs.StringVar(&o.scenarios, "scenario", "all", "comma-separated scenarios to run ("+strings.Join(bench.Plan{Scenarios: bench.DefaultScenarios(), Multi: bench.DefaultMultiScenarios(), Cluster: bench.DefaultClusterScenarios()}.Names(), ", ")+"); a multi-process scenario runs only when --impl has all its implementations, the cluster ones only with go")
 	fs.StringVar(&o.compat, "compat", "", "the compat/ directory with node_modules (default: found from the working directory)")
 	fs.StringVar(&o.redisURL, "redis-url", "", "use this Redis instead of starting a private redis-server (it must be a scratch server: the run writes keys)")
 	fs.Usage = func() {
@@ -81,12 +92,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.quick && !set["duration"] {
 		o.duration = bench.QuickDuration
 	}
+	if o.quick && !set["multi-duration"] {
+		o.multiDur = bench.QuickDuration
+	}
 	if o.quick && !set["warmup"] {
 		o.warmup = bench.QuickWarmup
 	}
 	switch {
 	case o.duration <= 0:
 		fmt.Fprintf(stderr, "bench: --duration must be positive, got %s\n", o.duration)
+		return o, errUsage
+	case o.multiDur <= 0:
+		fmt.Fprintf(stderr, "bench: --multi-duration must be positive, got %s\n", o.multiDur)
 		return o, errUsage
 	case o.warmup < 0:
 		fmt.Fprintf(stderr, "bench: --warmup must not be negative, got %d\n", o.warmup)
@@ -107,18 +124,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return 2
 	}
-	scenarios, err := bench.SelectScenarios(o.scenarios)
+	plan, err := bench.SelectPlan(o.scenarios)
 	if err == nil {
 		var impls []bench.Impl
 		if impls, err = bench.SelectImpls(o.impls); err == nil {
-			return runBench(ctx, o, scenarios, impls, stdout, stderr)
+			return runBench(ctx, o, plan, impls, stdout, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "bench: %v\n", err)
 	return 2
 }
 
-func runBench(ctx context.Context, o options, scenarios []bench.Scenario, impls []bench.Impl, stdout, stderr io.Writer) int {
+func runBench(ctx context.Context, o options, plan bench.Plan, impls []bench.Impl, stdout, stderr io.Writer) int {
 	fail := func(err error) int {
 		fmt.Fprintf(stderr, "bench: %v\n", err)
 		return 1
@@ -144,16 +161,23 @@ func runBench(ctx context.Context, o options, scenarios []bench.Scenario, impls 
 		fmt.Fprintf(stderr, "bench: private redis-server on %s\n", srv.Addr)
 	}
 	rep, err := bench.Run(ctx, bench.Config{
-		RedisURL:  url,
-		CompatDir: compat,
-		Duration:  o.duration,
-		Warmup:    warmupArg(o.warmup),
-		Timeout:   o.timeout,
-		Scenarios: scenarios,
-		Impls:     impls,
-		Log:       stderr,
+		RedisURL:      url,
+		CompatDir:     compat,
+		Duration:      o.duration,
+		MultiDuration: o.multiDur,
+		Warmup:        warmupArg(o.warmup),
+		Timeout:       o.timeout,
+		Scenarios:     plan.Scenarios,
+		Multi:         plan.Multi,
+		Cluster:       plan.Cluster,
+		Impls:         impls,
+		Log:           stderr,
 	})
 	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintln(stderr)
+	if err := bench.WriteTable(stderr, rep); err != nil {
 		return fail(err)
 	}
 	enc := json.NewEncoder(stdout)

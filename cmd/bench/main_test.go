@@ -3,16 +3,23 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/locktui/locktui/internal/bench"
 	"github.com/locktui/locktui/internal/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if bench.IsWorker() { // a Go worker process of a multi-process scenario
+		os.Exit(bench.WorkerMain())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 var badArgs = []struct {
 	args []string
@@ -20,6 +27,7 @@ var badArgs = []struct {
 }{
 	{[]string{"--duration", "0s"}, "--duration must be positive"},
 	{[]string{"--duration", "soon"}, "invalid value"},
+	{[]string{"--multi-duration", "-1s"}, "--multi-duration must be positive"},
 	{[]string{"--warmup", "-3"}, "--warmup must not be negative"},
 	{[]string{"--timeout", "500ms"}, "--timeout must be at least 1s"},
 	{[]string{"--scenario", "uncontended_7"}, `unknown scenario "uncontended_7"`},

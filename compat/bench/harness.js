@@ -45,7 +45,7 @@ async function runScenario(spec, provider, counter, isTimeout) {
     }
     await Promise.all(round)
   }
-  if (spec.counter_key) {
+  if (spec.counter_key && !spec.keep_counter) {
     await counter.del(spec.counter_key)
   }
 
@@ -64,7 +64,11 @@ async function runScenario(spec, provider, counter, isTimeout) {
     window_ms: 0,
     drain_ms: 0,
     runtime: "node " + process.version,
+    window_start_unix_ms: 0,
+    cpu_ms: 0,
   }
+  // Per worker, the wall-clock start of each job (contended scenarios), as in the Go runner.
+  const starts = spec.counter_key ? Array.from({ length: workers }, () => []) : undefined
   let firstError
 
   // The job: enter (in-process counter, Redis INCR), hold cs_ms, exit (DECR, counter).
@@ -133,9 +137,22 @@ async function runScenario(spec, provider, counter, isTimeout) {
       raw.wait_ms.push(micros(jobStart - call))
       raw.latency_ms.push(micros(end - call))
       raw.hold_ms_sum += hold
+      if (starts) {
+        starts[i].push(micros(performance.timeOrigin + jobStart))
+      }
     }
   }
 
+  // Processes of a multi-process scenario open their windows together, at start_at_unix_ms.
+  if (spec.start_at_unix_ms) {
+    const late = performance.timeOrigin + performance.now() - spec.start_at_unix_ms
+    if (late < 0) {
+      await sleep(-late)
+    } else {
+      raw.start_late_ms = micros(late)
+    }
+  }
+  const cpu0 = process.cpuUsage()
   const start = performance.now()
   const deadline = start + spec.duration_ms
   const loops = []
@@ -143,12 +160,35 @@ async function runScenario(spec, provider, counter, isTimeout) {
     loops.push(work(i, deadline))
   }
   await Promise.all(loops)
+  const cpu = process.cpuUsage(cpu0)
   raw.window_ms = deadline - start
   raw.drain_ms = Math.max(performance.now() - deadline, 0)
+  raw.window_start_unix_ms = micros(performance.timeOrigin + start)
+  raw.cpu_ms = (cpu.user + cpu.system) / 1000
+  if (starts) {
+    raw.cs_start_unix_ms = starts
+  }
   if (firstError !== undefined) {
     raw.first_error = firstError
   }
   return raw
+}
+
+/**
+ * The client of the INCR/DECR counter: a Redis.Cluster for a locktui cluster URL
+ * (redis://host:port?cluster=true&addr=host2:port2&…, see redisconn in the Go module), else a
+ * standalone client. Connect it before use.
+ */
+function counterClient(url) {
+  const u = new URL(url)
+  if (u.searchParams.get("cluster") !== "true") {
+    return new Redis(url, { lazyConnect: true })
+  }
+  const nodes = [u.host, ...u.searchParams.getAll("addr")].map((addr) => {
+    const i = addr.lastIndexOf(":")
+    return { host: addr.slice(0, i), port: Number(addr.slice(i + 1)) }
+  })
+  return new Redis.Cluster(nodes, { lazyConnect: true })
 }
 
 /** Runs spec with a fresh provider from impl and the shared counter client. */
@@ -184,7 +224,7 @@ async function serve(impl) {
       try {
         const spec = JSON.parse(line)
         if (!counter) {
-          counter = new Redis(spec.redis_url, { lazyConnect: true })
+          counter = counterClient(spec.redis_url)
           await counter.connect()
         }
         answer = { raw: await runWith(impl, spec, counter) }
@@ -203,7 +243,7 @@ async function serve(impl) {
 /** Runs the one spec given as argv[2] and prints its Raw. */
 async function once(impl, arg) {
   const spec = JSON.parse(arg)
-  const counter = new Redis(spec.redis_url, { lazyConnect: true })
+  const counter = counterClient(spec.redis_url)
   await counter.connect()
   try {
     await writeLine(await runWith(impl, spec, counter))

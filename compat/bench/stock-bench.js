@@ -11,6 +11,13 @@
 const { buildStockProvider } = require("../stock/build")
 const { main } = require("./harness")
 
+// Load the stock packages now, before the ready line: buildStockProvider requires them on its
+// first call, and loading @medusajs/framework takes about half a second of CPU, which would
+// make this process late for a window that opens at a set time (multi-process scenarios).
+require("@medusajs/locking-redis")
+require("@medusajs/framework/utils")
+require("@medusajs/framework/awilix")
+
 const logger = {
   warn: (msg) => process.stderr.write(`warn: ${msg}\n`),
   error: (msg) => process.stderr.write(`error: ${msg}\n`),

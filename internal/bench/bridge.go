@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -45,12 +46,18 @@ func bridgeImpl() NodeImpl {
 		Script:   "bench/bridge-bench.js",
 		Requires: []string{"ioredis", "ws"},
 		Setup: func(ctx context.Context, env Env) (map[string]any, func() error, error) {
+			if env.bridge != nil { // one bridge for every bridge process of the run; Run stops it
+				b, err := env.bridge.get(ctx, env)
+				if err != nil {
+					return nil, nil, err
+				}
+				return b.extra(), nil, nil
+			}
 			b, err := StartBridge(ctx, env, Namespace(BridgeName))
 			if err != nil {
 				return nil, nil, err
 			}
-			extra := map[string]any{"url": b.URL, "token": b.Token, "namespace": b.Namespace}
-			return extra, b.Stop, nil
+			return b.extra(), b.Stop, nil
 		},
 	}
 }
@@ -72,6 +79,52 @@ type BridgeServer struct {
 	stderr *lineWriter   // copies the bridge's log to Env.Log; remembers its last line
 	done   chan struct{} // closed when the process has exited and its stderr is copied
 	err    error         // cmd.Wait's result, set before done closes
+}
+
+// extra is what the bridge runner script needs in Spec.Extra.
+func (b *BridgeServer) extra() map[string]any {
+	return map[string]any{"url": b.URL, "token": b.Token, "namespace": b.Namespace}
+}
+
+// Pid is the bridge process's id (0 before it started).
+func (b *BridgeServer) Pid() int {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
+// sharedBridge is the one bridge server of a run, started by the first bridge runner that opens
+// (in parallel with the other start-ups) and shared by every bridge runner process.
+type sharedBridge struct {
+	mu      sync.Mutex
+	started bool
+	b       *BridgeServer
+	err     error
+}
+
+func (s *sharedBridge) get(ctx context.Context, env Env) (*BridgeServer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		s.started = true
+		s.b, s.err = StartBridge(ctx, env, Namespace(BridgeName))
+	}
+	return s.b, s.err
+}
+
+// server returns the bridge if it started.
+func (s *sharedBridge) server() *BridgeServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b
+}
+
+func (s *sharedBridge) stop() error {
+	if b := s.server(); b != nil {
+		return b.Stop()
+	}
+	return nil
 }
 
 // StartBridge builds cmd/bridge with `go build`, starts it against env.RedisURL with the lock

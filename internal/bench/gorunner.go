@@ -81,6 +81,7 @@ type goWorker struct {
 	wait      []float64
 	latency   []float64
 	holdSum   float64
+	starts    []float64 // Unix ms of each job's start, as wait
 }
 
 // shared is the state every worker of one scenario updates from inside its jobs.
@@ -131,7 +132,7 @@ func (r *goRunner) Run(ctx context.Context, spec Spec) (*Raw, error) {
 			return nil, fmt.Errorf("%s: warm-up execute: %w", r.name, err)
 		}
 	}
-	if spec.CounterKey != "" {
+	if spec.CounterKey != "" && !spec.KeepCounter {
 		if err := r.counter.Del(ctx, spec.CounterKey).Err(); err != nil {
 			return nil, fmt.Errorf("%s: reset counter: %w", r.name, err)
 		}
@@ -150,11 +151,14 @@ func (r *goRunner) Run(ctx context.Context, spec Spec) (*Raw, error) {
 			r.work(ctx, p, spec, execOpts, st, &workers[i], i%len(spec.Keys), deadline)
 		}()
 	}
+	late := waitUntil(ctx, spec.StartAtUnixMs)
+	cpu0 := processCPU()
 	windowStart = time.Now()
 	deadline = windowStart.Add(spec.Duration())
 	close(start) // publishes deadline to the workers
 	wg.Wait()
 	drained := time.Since(deadline)
+	cpu := processCPU() - cpu0
 
 	raw := &Raw{
 		Completed: make([]int, len(workers)),
@@ -163,6 +167,13 @@ func (r *goRunner) Run(ctx context.Context, spec Spec) (*Raw, error) {
 		WindowMs:  ms(deadline.Sub(windowStart)),
 		DrainMs:   ms(max(drained, 0)),
 		Runtime:   runtime.Version(),
+
+		WindowStartUnixMs: unixMs(windowStart),
+		StartLateMs:       ms(late),
+		CPUMs:             ms(cpu),
+	}
+	if spec.CounterKey != "" {
+		raw.CSStartUnixMs = make([][]float64, len(workers))
 	}
 	for i, w := range workers {
 		raw.Completed[i] = w.completed
@@ -174,6 +185,9 @@ func (r *goRunner) Run(ctx context.Context, spec Spec) (*Raw, error) {
 		raw.WaitMs = append(raw.WaitMs, w.wait...)
 		raw.LatencyMs = append(raw.LatencyMs, w.latency...)
 		raw.HoldMsSum += w.holdSum
+		if raw.CSStartUnixMs != nil {
+			raw.CSStartUnixMs[i] = w.starts
+		}
 	}
 	return raw, ctx.Err()
 }
@@ -203,6 +217,9 @@ func (r *goRunner) work(ctx context.Context, p Executor, spec Spec, execOpts pro
 			w.wait = append(w.wait, ms(jobStart.Sub(call)))
 			w.latency = append(w.latency, ms(end.Sub(call)))
 			w.holdSum += ms(hold)
+			if spec.CounterKey != "" {
+				w.starts = append(w.starts, unixMs(jobStart))
+			}
 		case errors.Is(err, provider.ErrTimedOut):
 			w.timeouts++
 		default:
@@ -240,6 +257,28 @@ func (r *goRunner) criticalSection(ctx context.Context, counterKey string, cs ti
 	}
 	return nil
 }
+
+// waitUntil sleeps until the wall-clock time atUnixMs (0: no wait) or ctx ends, and returns how
+// late it already was (0 when on time).
+func waitUntil(ctx context.Context, atUnixMs float64) time.Duration {
+	if atUnixMs == 0 {
+		return 0
+	}
+	d := time.Until(time.UnixMicro(int64(atUnixMs * 1000)))
+	if d <= 0 {
+		return -d
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return 0
+}
+
+// unixMs is t as Unix milliseconds with microsecond precision.
+func unixMs(t time.Time) float64 { return float64(t.UnixMicro()) / 1000 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 

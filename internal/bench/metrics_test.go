@@ -110,3 +110,86 @@ func TestRatiosDivideByBaseline(t *testing.T) {
 	}
 	assert.Equal(t, want, got)
 }
+
+// sections builds sections from "proc:worker" holders in hand-off order (1 ms apart), shuffled
+// by reversing, so CountHandoffs has to sort them.
+func sections(holders ...[2]int) []bench.Section {
+	out := make([]bench.Section, len(holders))
+	for i, h := range holders {
+		out[len(holders)-1-i] = bench.Section{StartMs: 1000 + float64(i), Proc: h[0], Worker: h[1]}
+	}
+	return out
+}
+
+var handoffCases = []struct {
+	name     string
+	sections []bench.Section
+	want     map[int]bench.Handoffs
+}{
+	{"none", nil, map[int]bench.Handoffs{}},
+	{"one section, no hand-off", sections([2]int{0, 0}), map[int]bench.Handoffs{}},
+	{"the same worker every time", sections([2]int{0, 1}, [2]int{0, 1}, [2]int{0, 1}),
+		map[int]bench.Handoffs{0: {Total: 2, SameWorker: 2, SameProcess: 2}}},
+	{"round robin in one process", sections([2]int{0, 0}, [2]int{0, 1}, [2]int{0, 0}, [2]int{0, 1}),
+		map[int]bench.Handoffs{0: {Total: 3, SameProcess: 3}}},
+	{"worker 0 of two processes is two workers", sections([2]int{0, 0}, [2]int{1, 0}, [2]int{1, 0}, [2]int{0, 0}),
+		map[int]bench.Handoffs{0: {Total: 1}, 1: {Total: 2, SameWorker: 1, SameProcess: 1}}},
+}
+
+func TestCountHandoffsChargesTheReleasingProcess(t *testing.T) {
+	for _, c := range handoffCases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, bench.CountHandoffs(c.sections))
+		})
+	}
+}
+
+func TestSameWorkerShare(t *testing.T) {
+	assert.Nil(t, bench.Handoffs{}.SameWorkerShare())
+	h := bench.Handoffs{Total: 3, SameWorker: 1}.Add(bench.Handoffs{Total: 1, SameWorker: 1, SameProcess: 1})
+	assert.Equal(t, bench.Handoffs{Total: 4, SameWorker: 2, SameProcess: 1}, h)
+	require.NotNil(t, h.SameWorkerShare())
+	assert.Equal(t, 0.5, *h.SameWorkerShare())
+}
+
+var jainProcessCases = []struct {
+	perProcess [][]int
+	want       float64
+}{
+	{nil, 0},
+	{[][]int{{0, 0}, {0, 0}}, 0},
+	{[][]int{{5, 5}, {10, 0}}, 1},      // unfair over workers, fair over processes
+	{[][]int{{10, 10}, {0, 0}}, 0.5},   // one process of two did everything
+	{[][]int{{3}, {1}, {0}, {0}}, 0.4}, // (4)^2 / (4 * 10)
+}
+
+func TestJainOverProcessesUsesProcessTotals(t *testing.T) {
+	for _, c := range jainProcessCases {
+		if got := bench.JainOverProcesses(c.perProcess); got != c.want {
+			t.Errorf("JainOverProcesses(%v) = %v, want %v", c.perProcess, got, c.want)
+		}
+	}
+}
+
+var p99TimeoutCases = []struct {
+	waits    []float64
+	timeouts int
+	want     float64
+}{
+	{nil, 0, 0},
+	{nil, 1, 5000},
+	{[]float64{1, 2, 3}, 0, 3},
+	// 99 fast waits and one timeout: the timeout is the 100th sample, above the p99 rank.
+	{append(make([]float64, 99), 0), 0, 0},
+	{make([]float64, 99), 1, 0},
+	// 98 fast waits and two timeouts: the p99 rank (99th) is a timeout.
+	{make([]float64, 98), 2, 5000},
+}
+
+func TestP99WithTimeoutsCountsEachTimeoutAsAFullWait(t *testing.T) {
+	for _, c := range p99TimeoutCases {
+		if got := bench.P99WithTimeouts(c.waits, c.timeouts, 5000); got != c.want {
+			t.Errorf("P99WithTimeouts(%d waits, %d timeouts) = %v, want %v", len(c.waits), c.timeouts, got, c.want)
+		}
+	}
+}

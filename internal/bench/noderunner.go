@@ -97,9 +97,16 @@ type nodeRunner struct {
 // start launches the child and waits for its ready line, so its start-up (loading
 // @medusajs/framework takes seconds of CPU) never overlaps a measurement.
 func (r *nodeRunner) start(ctx context.Context, node, script string, env Env) error {
-	r.cmd = exec.Command(node, script, "--serve")
-	r.cmd.Dir = env.CompatDir
-	r.stderr = &lineWriter{prefix: "  [" + r.name + "] ", out: env.Log}
+	cmd := exec.Command(node, script, "--serve")
+	cmd.Dir = env.CompatDir
+	return r.startCmd(ctx, cmd, env.Log)
+}
+
+// startCmd launches cmd, a child that speaks the protocol of NodeImpl (a Node runner script or
+// a Go worker process, see GoProcessImpl), and waits for its ready line.
+func (r *nodeRunner) startCmd(ctx context.Context, cmd *exec.Cmd, log io.Writer) error {
+	r.cmd = cmd
+	r.stderr = &lineWriter{prefix: "  [" + r.name + "] ", out: log}
 	r.cmd.Stderr = r.stderr
 	var err error
 	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
@@ -110,7 +117,7 @@ func (r *nodeRunner) start(ctx context.Context, node, script string, env Env) er
 		return err
 	}
 	if err := r.cmd.Start(); err != nil {
-		return fmt.Errorf("%s: start node: %w", r.name, err)
+		return fmt.Errorf("%s: start %s: %w", r.name, filepath.Base(r.cmd.Path), err)
 	}
 	r.lines = make(chan []byte, 1)
 	go func() {
@@ -131,7 +138,7 @@ func (r *nodeRunner) start(ctx context.Context, node, script string, env Env) er
 		return err
 	}
 	if !rep.Ready {
-		return fmt.Errorf("%s: node runner did not start with a ready line", r.name)
+		return fmt.Errorf("%s: the runner process did not start with a ready line", r.name)
 	}
 	return nil
 }
@@ -145,7 +152,7 @@ func (r *nodeRunner) await(ctx context.Context, what string, limit time.Duration
 	select {
 	case l, ok := <-r.lines:
 		if !ok {
-			return nil, fmt.Errorf("%s: %s: node runner exited: %s", r.name, what, r.stderr.Last())
+			return nil, fmt.Errorf("%s: %s: runner process exited: %s", r.name, what, r.stderr.Last())
 		}
 		line = l
 	case <-ctx.Done():
@@ -153,13 +160,13 @@ func (r *nodeRunner) await(ctx context.Context, what string, limit time.Duration
 		return nil, fmt.Errorf("%s: %s: %w", r.name, what, context.Cause(ctx))
 	case <-timer.C:
 		_ = r.cmd.Process.Kill()
-		return nil, fmt.Errorf("%s: %s: node runner did not answer within %s", r.name, what, limit)
+		return nil, fmt.Errorf("%s: %s: the runner process did not answer within %s", r.name, what, limit)
 	}
 	var rep reply
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil {
-		return nil, fmt.Errorf("%s: %s: bad output from node runner: %w", r.name, what, err)
+		return nil, fmt.Errorf("%s: %s: bad output from the runner process: %w", r.name, what, err)
 	}
 	return &rep, nil
 }
@@ -183,7 +190,7 @@ func (r *nodeRunner) Run(ctx context.Context, spec Spec) (*Raw, error) {
 		return nil, err
 	}
 	if _, err := r.stdin.Write(append(line, '\n')); err != nil {
-		return nil, fmt.Errorf("%s: %s: node runner is gone: %v: %s", r.name, spec.Scenario, err, r.stderr.Last())
+		return nil, fmt.Errorf("%s: %s: runner process is gone: %v: %s", r.name, spec.Scenario, err, r.stderr.Last())
 	}
 	rep, err := r.await(ctx, spec.Scenario, spec.Duration()+childGrace)
 	if err != nil {
@@ -193,9 +200,9 @@ func (r *nodeRunner) Run(ctx context.Context, spec Spec) (*Raw, error) {
 	case rep.Error != "":
 		return nil, fmt.Errorf("%s: %s: %s", r.name, spec.Scenario, rep.Error)
 	case rep.Raw == nil:
-		return nil, fmt.Errorf("%s: %s: node runner answered neither raw nor error", r.name, spec.Scenario)
+		return nil, fmt.Errorf("%s: %s: runner process answered neither raw nor error", r.name, spec.Scenario)
 	case len(rep.Raw.Completed) != spec.Workers:
-		return nil, fmt.Errorf("%s: %s: node runner reported %d workers, want %d", r.name, spec.Scenario, len(rep.Raw.Completed), spec.Workers)
+		return nil, fmt.Errorf("%s: %s: runner process reported %d workers, want %d", r.name, spec.Scenario, len(rep.Raw.Completed), spec.Workers)
 	}
 	return rep.Raw, nil
 }
@@ -222,7 +229,7 @@ func (r *nodeRunner) Close() error {
 			}
 			timer.Stop()
 			if err := r.cmd.Wait(); err != nil {
-				errs = append(errs, fmt.Errorf("%s: node runner: %w", r.name, err))
+				errs = append(errs, fmt.Errorf("%s: runner process: %w", r.name, err))
 			}
 		}
 		if r.stop != nil {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +25,10 @@ const (
 	DefaultDuration = 3 * time.Second
 	// QuickDuration is the window of a --quick smoke test.
 	QuickDuration = 250 * time.Millisecond
+	// DefaultMultiDuration is each multi-process scenario's window: twice stock's execute
+	// timeout, so a call that starves can time out inside it (with a window shorter than the
+	// timeout, starvation shows only as long waits).
+	DefaultMultiDuration = 10 * time.Second
 	// DefaultWarmup is the number of sequential executes before each window (then one
 	// concurrent round, one execute per worker).
 	DefaultWarmup = 50
@@ -51,15 +57,26 @@ type Config struct {
 	CompatDir string
 	// Duration is each scenario's measurement window per implementation; default 3 s.
 	Duration time.Duration
+	// MultiDuration is each multi-process scenario's window; default DefaultMultiDuration.
+	MultiDuration time.Duration
 	// Warmup is the number of sequential executes before each window; 0 means the default
 	// (50), a negative value none.
 	Warmup int
 	// Timeout and Expire are execute's arguments; defaults 5 s and 60 s, as stock.
 	Timeout time.Duration
 	Expire  time.Duration
-	// Scenarios default to DefaultScenarios, Impls to Implementations.
+	// Scenarios are the single-process scenarios, Multi the multi-process ones (run for the
+	// implementations among Impls only) and Cluster the scenarios run on a local Redis Cluster
+	// (3 masters, started by Run; Go only, see ClusterNotes). When all three are empty, Run runs
+	// DefaultScenarios, DefaultMultiScenarios and DefaultClusterScenarios. Impls default to
+	// Implementations.
 	Scenarios []Scenario
+	Multi     []MultiScenario
+	Cluster   []Scenario
 	Impls     []Impl
+	// GoWorker is the command that starts a Go worker process (see GoProcessImpl); default
+	// this program.
+	GoWorker []string
 	// Log receives progress; default io.Discard.
 	Log io.Writer
 }
@@ -67,6 +84,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Duration <= 0 {
 		c.Duration = DefaultDuration
+	}
+	if c.MultiDuration <= 0 {
+		c.MultiDuration = DefaultMultiDuration
 	}
 	switch {
 	case c.Warmup == 0:
@@ -80,8 +100,10 @@ func (c Config) withDefaults() Config {
 	if c.Expire <= 0 {
 		c.Expire = DefaultExecExpire
 	}
-	if len(c.Scenarios) == 0 {
+	if len(c.Scenarios) == 0 && len(c.Multi) == 0 && len(c.Cluster) == 0 {
 		c.Scenarios = DefaultScenarios()
+		c.Multi = DefaultMultiScenarios()
+		c.Cluster = DefaultClusterScenarios()
 	}
 	if len(c.Impls) == 0 {
 		c.Impls = Implementations()
@@ -107,22 +129,30 @@ type Environment struct {
 
 // Settings are the run's parameters.
 type Settings struct {
-	DurationMs float64  `json:"duration_ms"`
-	Warmup     int      `json:"warmup"`
-	TimeoutS   float64  `json:"timeout_s"`
-	ExpireS    float64  `json:"expire_s"`
-	Impls      []string `json:"impls"`
-	Baseline   string   `json:"baseline"`
+	DurationMs      float64  `json:"duration_ms"`
+	MultiDurationMs float64  `json:"multi_duration_ms"`
+	Warmup          int      `json:"warmup"`
+	TimeoutS        float64  `json:"timeout_s"`
+	ExpireS         float64  `json:"expire_s"`
+	Impls           []string `json:"impls"`
+	Baseline        string   `json:"baseline"`
 }
 
 // Report is the JSON document `make bench` prints.
 type Report struct {
-	Redis      string                         `json:"redis"`
-	Env        Environment                    `json:"env"`
-	Settings   Settings                       `json:"settings"`
-	Scenarios  []Result                       `json:"scenarios"`
-	Ratios     map[string]map[string]*float64 `json:"ratios"`
-	MetricsDoc map[string]string              `json:"metrics_doc"`
+	Redis     string      `json:"redis"`
+	Env       Environment `json:"env"`
+	Settings  Settings    `json:"settings"`
+	Scenarios []Result    `json:"scenarios"`
+	// MultiProcess has the rows of the multi-process scenarios: one per implementation and
+	// scenario, and an "all" row per mixed scenario.
+	MultiProcess []Result `json:"multi_process,omitempty"`
+	// Cluster has the rows of the scenarios run on the local Redis Cluster; ClusterNotes says
+	// which implementations it leaves out and why.
+	Cluster      []Result                       `json:"cluster,omitempty"`
+	ClusterNotes []string                       `json:"cluster_notes,omitempty"`
+	Ratios       map[string]map[string]*float64 `json:"ratios"`
+	MetricsDoc   map[string]string              `json:"metrics_doc"`
 	// Problems lists correctness failures (overlaps, errors); empty on a good run.
 	Problems []string `json:"problems"`
 }
@@ -142,7 +172,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				"@medusajs/locking-redis", "@medusajs/framework", "ioredis", "ws"),
 		},
 		Settings: Settings{
-			DurationMs: ms(cfg.Duration), Warmup: cfg.Warmup,
+			DurationMs: ms(cfg.Duration), MultiDurationMs: ms(cfg.MultiDuration), Warmup: cfg.Warmup,
 			TimeoutS: cfg.Timeout.Seconds(), ExpireS: cfg.Expire.Seconds(), Baseline: Baseline,
 		},
 		MetricsDoc: MetricsDoc,
@@ -157,30 +187,112 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Redis, rep.Env.Redis = version, version
 
-	runners, err := openAll(ctx, cfg.Impls, env)
-	if err != nil {
+	// One bridge server for every bridge runner of the run; stopped after them (defers run in
+	// reverse order).
+	env.bridge = &sharedBridge{}
+	defer func() {
+		if err := env.bridge.stop(); err != nil {
+			fmt.Fprintf(cfg.Log, "bench: warning: %v\n", err)
+		}
+	}()
+	multi := selectMulti(cfg.Multi, cfg.Impls)
+	var (
+		runners   []Runner
+		procs     map[string][]Runner
+		closePool = func() {}
+		openErrs  [2]error
+		wg        sync.WaitGroup
+	)
+	if len(cfg.Scenarios) > 0 { // only multi-process or cluster scenarios: no single runners
+		wg.Go(func() { runners, openErrs[0] = openAll(ctx, cfg.Impls, env) })
+	}
+	wg.Go(func() { procs, closePool, openErrs[1] = openPool(ctx, cfg, multi, env) })
+	wg.Wait()
+	if runners != nil {
+		defer closeAll(cfg.Impls, runners, cfg.Log)
+	}
+	defer closePool()
+	if err := errors.Join(openErrs[:]...); err != nil {
 		return nil, err
 	}
-	defer closeAll(cfg.Impls, runners, cfg.Log)
 	for _, im := range cfg.Impls {
 		rep.Settings.Impls = append(rep.Settings.Impls, im.Name())
 	}
 
 	for _, sc := range cfg.Scenarios {
 		for i, im := range cfg.Impls {
-			spec := makeSpec(cfg, sc, im.Name())
-			raw, err := runners[i].Run(ctx, spec)
+			res, err := runSingle(ctx, cfg, sc, im.Name(), runners[i], env)
 			if err != nil {
-				return nil, fmt.Errorf("%s with %s: %w", sc.Name, im.Name(), err)
+				return nil, err
 			}
-			res := Summarize(sc, spec, raw)
 			rep.Scenarios = append(rep.Scenarios, res)
 			rep.Problems = append(rep.Problems, problems(res)...)
 			fmt.Fprintln(cfg.Log, progressLine(res))
 		}
 	}
+	for _, m := range multi {
+		raws, bridgeCPU, err := runMulti(ctx, cfg, m, procs, env)
+		if err != nil {
+			return nil, err
+		}
+		for p, raw := range raws {
+			if raw.StartLateMs > lateWarning {
+				fmt.Fprintf(cfg.Log, "bench: warning: %s: process %d (%s) opened its window %.1f ms late\n", m.Name, p, m.Processes[p], raw.StartLateMs)
+			}
+		}
+		for _, res := range SummarizeMulti(cfg, m, raws, bridgeCPU) {
+			rep.MultiProcess = append(rep.MultiProcess, res)
+			rep.Problems = append(rep.Problems, problems(res)...)
+			fmt.Fprintln(cfg.Log, progressLine(res))
+		}
+	}
+	if len(cfg.Cluster) > 0 && slices.ContainsFunc(cfg.Impls, func(im Impl) bool { return im.Name() == "go" }) {
+		results, notes, err := runCluster(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		rep.ClusterNotes = notes
+		for _, res := range results {
+			rep.Cluster = append(rep.Cluster, res)
+			rep.Problems = append(rep.Problems, problems(res)...)
+			fmt.Fprintln(cfg.Log, progressLine(res))
+		}
+	}
 	rep.Ratios = Ratios(rep.Scenarios, Baseline)
+	maps.Copy(rep.Ratios, MultiRatios(rep.MultiProcess))
+	maps.Copy(rep.Ratios, ClusterRatios(rep.Cluster, rep.Scenarios))
 	return rep, nil
+}
+
+// lateWarning is how late a process of a multi-process scenario may open its window before Run
+// warns that the processes did not start together.
+const lateWarning = 5.0 // ms
+
+// singleStartMargin is how far ahead of sending a single-process scenario its window opens
+// (Spec.StartAtUnixMs), so the bridge server's CPU can be read at the opening.
+const singleStartMargin = 500 * time.Millisecond
+
+// runSingle runs one single-process scenario with one implementation and summarises it; for
+// the bridge it also measures the bridge server's CPU over the window.
+func runSingle(ctx context.Context, cfg Config, sc Scenario, impl string, r Runner, env Env) (Result, error) {
+	spec := makeSpec(cfg, sc, impl)
+	startAt := time.Now().Add(singleStartMargin)
+	spec.StartAtUnixMs = unixMs(startAt)
+	var bridgeCPU func() time.Duration
+	if impl == BridgeName && env.bridge != nil {
+		bridgeCPU = measureCPU(ctx, env.bridge.server(), startAt)
+	}
+	raw, err := r.Run(ctx, spec)
+	if err != nil {
+		return Result{}, fmt.Errorf("%s with %s: %w", sc.Name, impl, err)
+	}
+	res := Summarize(sc, spec, raw)
+	if bridgeCPU != nil {
+		if cpu := bridgeCPU(); cpu > 0 && raw.executes() > 0 {
+			res.BridgeCPUMsPer1k = ptr(round(ms(cpu)/float64(raw.executes())*1000, 1))
+		}
+	}
+	return res, nil
 }
 
 // openAll opens every implementation at once (their start-ups, such as loading Node modules
@@ -298,6 +410,19 @@ func progressLine(r Result) string {
 		fmt.Fprintf(&b, " timeouts %d errors %d overlaps %d", r.Timeouts, r.Errors, r.Overlaps)
 	}
 	return b.String()
+}
+
+// resetCounter deletes a counter key.
+func resetCounter(ctx context.Context, url, key string) error {
+	c, err := redisconn.Open(url, redisconn.TLSFiles{})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Del(ctx, key).Err(); err != nil {
+		return fmt.Errorf("bench: reset counter %s: %w", key, err)
+	}
+	return nil
 }
 
 // redisVersion reads redis_version from INFO server.

@@ -21,7 +21,12 @@ import (
 	"github.com/locktui/locktui/provider"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if bench.IsWorker() { // a Go worker process of a multi-process scenario
+		os.Exit(bench.WorkerMain())
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // compatDir returns the repository's compat/ directory and fails (never skips) when node or the
 // Node dependencies are missing.
@@ -46,11 +51,12 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 	srv := redistest.Start(t)
 	var log strings.Builder
 	rep, err := bench.Run(t.Context(), bench.Config{
-		RedisURL:  srv.URL,
-		CompatDir: dir,
-		Duration:  bench.QuickDuration,
-		Warmup:    bench.QuickWarmup,
-		Log:       &log,
+		RedisURL:      srv.URL,
+		CompatDir:     dir,
+		Duration:      bench.QuickDuration,
+		MultiDuration: bench.QuickDuration,
+		Warmup:        bench.QuickWarmup,
+		Log:           &log,
 	})
 	require.NoError(t, err, "log:\n%s", log.String())
 	assert.Empty(t, rep.Problems)
@@ -107,9 +113,75 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 		assert.Contains(t, first, key)
 	}
 	assert.Contains(t, log.String(), "contended_32x5ms")
-	// The bridge served every scenario and was stopped gracefully at the end.
-	assert.Equal(t, len(scenarios), strings.Count(log.String(), `"msg":"connection opened"`), "log:\n%s", log.String())
-	assert.Contains(t, log.String(), `"msg":"stopped"`)
+	// Every multi-process scenario has a row per implementation, and a mixed one an "all"
+	// row; the processes shared the key without overlapping.
+	rows := map[string][]bench.Result{}
+	for _, r := range rep.MultiProcess {
+		rows[r.Name] = append(rows[r.Name], r)
+		assert.Zero(t, r.Overlaps, "%s/%s", r.Name, r.Impl)
+		require.NotNil(t, r.RedisMaxInCS, "%s/%s", r.Name, r.Impl)
+		assert.LessOrEqual(t, *r.RedisMaxInCS, int64(1), "%s/%s", r.Name, r.Impl)
+		require.NotNil(t, r.Handoffs, "%s/%s", r.Name, r.Impl)
+		require.NotNil(t, r.FairnessProcesses, "%s/%s", r.Name, r.Impl)
+		require.NotNil(t, r.WaitP99TimeoutsMs, "%s/%s", r.Name, r.Impl)
+		assert.GreaterOrEqual(t, *r.WaitP99TimeoutsMs, r.WaitMs.P99, "%s/%s", r.Name, r.Impl)
+		assert.Positive(t, r.Processes, "%s/%s", r.Name, r.Impl)
+	}
+	bridgeProcesses := 0
+	for _, m := range bench.DefaultMultiScenarios() {
+		impls := map[string]bool{}
+		for _, p := range m.Processes {
+			impls[p] = true
+			if p == bench.BridgeName {
+				bridgeProcesses++
+			}
+		}
+		want := len(impls)
+		if want > 1 {
+			want++ // the "all" row
+		}
+		require.Len(t, rows[m.Name], want, m.Name)
+		last := rows[m.Name][want-1]
+		assert.Equal(t, len(m.Processes), last.Processes, m.Name)
+		assert.Equal(t, len(m.Processes)*m.Workers, last.Workers, m.Name)
+		require.NotNil(t, last.Share, m.Name)
+		assert.Equal(t, 1.0, *last.Share, m.Name)
+	}
+	assert.Contains(t, rep.Ratios["multi_go"], "go_over_stock")
+	assert.Contains(t, rep.Ratios["multi_go_stock"], "stock_over_all_stock")
+	assert.Contains(t, rep.Ratios["multi_bridge_stock"], "bridge_over_stock")
+	for _, r := range rep.MultiProcess {
+		if r.Impl == bench.BridgeName {
+			assert.NotNil(t, r.CPUMsPer1k, "%s/%s: client CPU", r.Name, r.Impl)
+		}
+	}
+
+	// The cluster run: Go and the bridge (through a bridge of its own on the cluster), with the
+	// reason stock is left out.
+	clusterImpls := []string{"go", bench.BridgeName}
+	require.Len(t, rep.Cluster, len(clusterImpls)*len(bench.DefaultClusterScenarios()))
+	for i, r := range rep.Cluster {
+		assert.Equal(t, clusterImpls[i%len(clusterImpls)], r.Impl)
+		assert.Zero(t, r.Overlaps, r.Name)
+		assert.Zero(t, r.Errors, "%s: %s", r.Name, r.FirstError)
+		if r.RedisMaxInCS != nil && r.WaitMs.Count > 0 {
+			assert.Equal(t, int64(1), *r.RedisMaxInCS, "%s/%s", r.Name, r.Impl)
+		}
+		key := r.Impl + "_over_" + r.Impl + "_standalone"
+		assert.Contains(t, rep.Ratios[r.Name], key, r.Name)
+	}
+	assert.NotEmpty(t, rep.ClusterNotes)
+
+	// The table has a row per result.
+	var table strings.Builder
+	require.NoError(t, bench.WriteTable(&table, rep))
+	assert.Equal(t, len(rep.Scenarios)+len(rep.MultiProcess)+len(rep.Cluster), strings.Count(table.String(), "\n| "), table.String())
+
+	// One bridge served every bridge runner on the single server (a connection per scenario and
+	// process), another the cluster's; both were stopped gracefully at the end.
+	opened := len(scenarios) + bridgeProcesses + len(bench.DefaultClusterScenarios())
+	assert.Equal(t, opened, strings.Count(log.String(), `"msg":"connection opened"`), "log:\n%s", log.String())
+	assert.Equal(t, 2, strings.Count(log.String(), `"msg":"stopped"`))
 }
 
 func TestNodeImplNamesTheMissingDependencies(t *testing.T) {

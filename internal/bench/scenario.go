@@ -65,6 +65,67 @@ func SelectScenarios(list string) ([]Scenario, error) {
 	return out, nil
 }
 
+// Plan is what a run runs: single-process, multi-process and cluster scenarios.
+type Plan struct {
+	Scenarios []Scenario
+	Multi     []MultiScenario
+	Cluster   []Scenario
+}
+
+// SelectPlan returns the scenarios named in a comma-separated list, from every kind
+// (DefaultScenarios, DefaultMultiScenarios, DefaultClusterScenarios); "" or "all" selects every
+// one. It fails naming the unknown ones.
+func SelectPlan(list string) (Plan, error) {
+	all := Plan{Scenarios: DefaultScenarios(), Multi: DefaultMultiScenarios(), Cluster: DefaultClusterScenarios()}
+	if list == "" || list == "all" {
+		return all, nil
+	}
+	var out Plan
+	seen := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.TrimSpace(name)
+		if seen[name] {
+			return Plan{}, fmt.Errorf("scenario %q named twice", name)
+		}
+		seen[name] = true
+		n := len(out.Scenarios) + len(out.Multi) + len(out.Cluster)
+		for _, s := range all.Scenarios {
+			if s.Name == name {
+				out.Scenarios = append(out.Scenarios, s)
+			}
+		}
+		for _, m := range all.Multi {
+			if m.Name == name {
+				out.Multi = append(out.Multi, m)
+			}
+		}
+		for _, s := range all.Cluster {
+			if s.Name == name {
+				out.Cluster = append(out.Cluster, s)
+			}
+		}
+		if len(out.Scenarios)+len(out.Multi)+len(out.Cluster) == n {
+			return Plan{}, fmt.Errorf("unknown scenario %q (known: %s)", name, strings.Join(all.Names(), ", "))
+		}
+	}
+	return out, nil
+}
+
+// Names lists the plan's scenario names in run order.
+func (p Plan) Names() []string {
+	var out []string
+	for _, s := range p.Scenarios {
+		out = append(out, s.Name)
+	}
+	for _, m := range p.Multi {
+		out = append(out, m.Name)
+	}
+	for _, s := range p.Cluster {
+		out = append(out, s.Name)
+	}
+	return out
+}
+
 func scenarioNames(ss []Scenario) string {
 	names := make([]string, len(ss))
 	for i, s := range ss {
@@ -99,6 +160,16 @@ type Spec struct {
 	Namespace string `json:"namespace"`
 	// CounterKey is the Redis key jobs INCR on entry and DECR on exit; "" for no counter.
 	CounterKey string `json:"counter_key"`
+	// KeepCounter leaves CounterKey alone after the warm-up (a multi-process scenario: the Go
+	// side resets it once before any process starts); otherwise the runner deletes it.
+	KeepCounter bool `json:"keep_counter,omitempty"`
+	// Process is the runner's index among the processes of a multi-process scenario (0 in
+	// single-process scenarios).
+	Process int `json:"process"`
+	// StartAtUnixMs, when not 0, is the wall-clock time (Unix milliseconds) at which the window
+	// opens: after its warm-up the runner waits for it, so processes start together. A runner
+	// that is not ready by then starts at once and reports how late it was.
+	StartAtUnixMs float64 `json:"start_at_unix_ms,omitempty"`
 	// Extra carries implementation-specific settings (e.g. a bridge URL) from NodeImpl.Setup.
 	Extra map[string]any `json:"extra,omitempty"`
 }
@@ -135,6 +206,17 @@ type Raw struct {
 	DrainMs  float64 `json:"drain_ms"`
 	// Runtime names the runtime that ran the scenario, e.g. "go1.26.8" or "node v20.20.2".
 	Runtime string `json:"runtime"`
+	// WindowStartUnixMs is when the window opened (wall clock, Unix milliseconds).
+	WindowStartUnixMs float64 `json:"window_start_unix_ms"`
+	// StartLateMs is how long after Spec.StartAtUnixMs the window opened (0 when on time).
+	StartLateMs float64 `json:"start_late_ms,omitempty"`
+	// CSStartUnixMs has, per worker, the wall-clock start (Unix milliseconds) of each of its jobs
+	// in a contended scenario, the same jobs as WaitMs: their order across workers and
+	// processes is the order the key passed in.
+	CSStartUnixMs [][]float64 `json:"cs_start_unix_ms,omitempty"`
+	// CPUMs is the runner process's CPU time (user + system) from the window's opening to the
+	// end of the drain.
+	CPUMs float64 `json:"cpu_ms"`
 }
 
 // Env is what implementations get when a run opens them.
@@ -145,6 +227,9 @@ type Env struct {
 	CompatDir string
 	// Log receives progress lines and child-process stderr.
 	Log io.Writer
+
+	// bridge, when set, is the run's one bridge server, shared by its bridge runners.
+	bridge *sharedBridge
 }
 
 // Impl is one lock implementation under test.
