@@ -25,7 +25,7 @@ func (c *conn) end() {
 	c.cancel(errConnClosed)
 	c.requests.Wait()
 	close(c.answered)
-	c.s.sessions.closed(c.sess)
+	c.s.sessions.ended(c.sess)
 
 	c.mu.Lock()
 	n := len(c.leases)

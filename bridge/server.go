@@ -77,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 		log:      cfg.Logger,
 		auth:     auth,
 		metrics:  newMetrics(),
-		sessions: &sessions{window: cfg.ResumeWindow, byID: map[string]*session{}},
+		sessions: &sessions{window: cfg.ResumeWindow, maxClosed: cfg.MaxConnections, byID: map[string]*session{}},
 		conns:    map[*conn]struct{}{},
 		perToken: map[string]int{},
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -13,6 +14,10 @@ import (
 
 // sessionIDBytes is the size of a session id; it is sent as twice as many hex digits.
 const sessionIDBytes = 16
+
+// maxSessionBytes bounds the replies one session keeps (a reply may name keys of up to
+// max_frame_bytes): beyond it the oldest are dropped, and a resume reports them unknown.
+const maxSessionBytes = 1 << 20
 
 // session remembers what became of a connection's requests, so that a client whose connection
 // broke can learn the outcome of the requests it had in flight (resume) instead of sending them
@@ -27,6 +32,7 @@ type session struct {
 	replies map[string]record // by idKey, the last keep replies
 	order   []string          // idKeys of replies, oldest first
 	keep    int
+	bytes   int   // of the replies kept
 	maxID   int64 // the highest integer id received, -1 before any
 }
 
@@ -62,15 +68,20 @@ func integerID(id json.RawMessage) (int64, bool) {
 	return n, err == nil && n >= 0
 }
 
-// remember records the outcome of a request, dropping the oldest record beyond keep.
+// remember records the outcome of a request, dropping the oldest records beyond keep of them
+// or maxSessionBytes.
 func (s *session) remember(key string, r record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, dup := s.replies[key]; !dup {
+	if old, dup := s.replies[key]; dup {
+		s.bytes -= len(old.reply)
+	} else {
 		s.order = append(s.order, key)
 	}
 	s.replies[key] = r
-	for len(s.order) > s.keep {
+	s.bytes += len(r.reply)
+	for len(s.order) > s.keep || (s.bytes > maxSessionBytes && len(s.order) > 1) {
+		s.bytes -= len(s.replies[s.order[0]].reply)
 		delete(s.replies, s.order[0])
 		s.order = s.order[1:]
 	}
@@ -101,9 +112,11 @@ func (s *session) outcomes(ids []json.RawMessage) []outcome {
 
 // sessions is the server's registry of sessions.
 type sessions struct {
-	window time.Duration
-	mu     sync.Mutex
-	byID   map[string]*session
+	window    time.Duration
+	maxClosed int // sessions kept after their connection ended; beyond it the oldest goes
+	mu        sync.Mutex
+	byID      map[string]*session
+	closed    []*session // in the order their connections ended
 }
 
 // open registers the session of a new connection.
@@ -115,16 +128,35 @@ func (r *sessions) open(c *conn, secret string, keep int) *session {
 	return s
 }
 
-// closed starts the resume window of a session whose connection ended.
-func (r *sessions) closed(s *session) {
+// ended starts the resume window of a session whose connection ended. At most maxClosed such
+// sessions are kept (a client that opens and closes connections in a loop cannot pile them up):
+// beyond it the oldest is dropped, and resuming it answers known:false.
+func (r *sessions) ended(s *session) {
+	r.mu.Lock()
+	if r.byID[s.id] != s { // resumed already
+		r.mu.Unlock()
+		return
+	}
+	r.closed = append(r.closed, s)
+	for len(r.closed) > r.maxClosed {
+		r.dropLocked(r.closed[0])
+	}
+	r.mu.Unlock()
 	time.AfterFunc(r.window, func() { r.drop(s) })
 }
 
 func (r *sessions) drop(s *session) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.dropLocked(s)
+}
+
+func (r *sessions) dropLocked(s *session) {
 	if r.byID[s.id] == s {
 		delete(r.byID, s.id)
+	}
+	if i := slices.Index(r.closed, s); i >= 0 {
+		r.closed = slices.Delete(r.closed, i, i+1)
 	}
 }
 
@@ -137,7 +169,7 @@ func (r *sessions) take(id, secret string, by *conn) *session {
 	if s == nil || s.conn == by || subtle.ConstantTimeCompare([]byte(s.secret), []byte(secret)) != 1 {
 		return nil
 	}
-	delete(r.byID, id)
+	r.dropLocked(s)
 	return s
 }
 

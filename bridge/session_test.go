@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -200,4 +201,36 @@ func TestCrossedResumesEnd(t *testing.T) {
 			_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
 		}
 	}
+}
+
+// Found in review: a client that opens and closes connections in a loop piled up closed
+// sessions (each keeping up to max_in_flight replies) for the resume window. At most
+// --max-connections closed sessions are kept, and each keeps at most 1 MiB of replies.
+func TestClosedSessionsAndTheirRepliesAreBounded(t *testing.T) {
+	h := start(t, func(c *bridge.Config) { c.MaxConnections = 2 })
+	var sessions []string
+	for range 3 {
+		c := h.dial(testToken)
+		sessions = append(sessions, c.welcome.Session)
+		require.NoError(t, c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "")))
+		c.expectEnd()
+	}
+	n := h.dial(testToken)
+	require.Eventually(t, func() bool { return h.metric(bridge.MetricConnections) == "1" }, eventually, tick)
+	require.Equal(t, req{"known": false}, n.ok(req{"id": 1, "op": "resume", "session": sessions[0], "ids": []any{}}),
+		"the oldest closed session was dropped")
+	require.Equal(t, true, n.ok(req{"id": 2, "op": "resume", "session": sessions[2], "ids": []any{}})["known"])
+
+	// Replies naming 60 KB keys: about 17 fit in 1 MiB, the oldest go.
+	c := h.dial(testToken)
+	long := strings.Repeat("k", 60<<10)
+	require.NoError(t, h.rdb.Set(context.Background(), namespace+long, "someone", 0).Err())
+	for id := range 20 {
+		c.fail(req{"id": id, "op": "acquire", "keys": []string{long}, "owner": "o"}, "not_acquired", "")
+	}
+	require.NoError(t, c.ws.NetConn().Close())
+	res := n.ok(req{"id": 3, "op": "resume", "session": c.welcome.Session, "ids": []any{0, 19}})
+	outcomes := res["outcomes"].([]any)
+	require.Equal(t, "unknown", outcomes[0].(req)["state"], "the oldest reply was dropped")
+	require.Equal(t, "replied", outcomes[1].(req)["state"])
 }
