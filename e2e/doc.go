@@ -12,10 +12,17 @@
 //   - TestSharedCounterAcrossAllClients: all three kinds of client increment one counter under
 //     one lock key at the same time; the counter is exact and no two critical sections overlap.
 //   - TestKilledNodeClientFreesLeaseWithin5s: a bridge client killed with SIGKILL while its
-//     execute job runs loses its lease at once (well before the lease's 60 s expiry).
+//     execute job runs has its keys freed within the bridge's client timeout (well before the
+//     lease's 60 s expiry).
 //   - TestBridgeAndStockExcludeEachOther: a bridge client and a stock process exclude each other
 //     with stock's error message, and `locktui list --json` / `release --force` see and free a
 //     lock a stock process took.
+//   - TestChaos (Linux): Go provider processes, bridge clients, `locktui run` loops, stock
+//     processes and a foreign SET NX poller take a few shared keys while a scheduler SIGKILLs
+//     holders, restarts the bridge (SIGTERM, SIGKILL) and Redis (a delayed restart), and cuts,
+//     blackholes and delays links through fault proxies; the chaos package's checker must find
+//     no holder entering while another believed. A short run is part of `go test`; `make chaos
+//     DURATION=10m` runs a long one (see docs/safety.md).
 //
 // The suite needs redis-server, Go and Node 20+ with `make node-deps` done. It fails (never skips)
 // with an install hint when one of them is missing. Every process runs in its own process group
