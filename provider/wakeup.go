@@ -5,11 +5,13 @@ import (
 	"sync"
 )
 
-// wakeups lets one Provider wake its own waiters: a goroutine queued on a held key registers
-// for the key before each attempt, and when this Provider deletes the key (any release, a
-// give-back, a force-release) every registration on it is woken at once, ending the backoff wait
-// in progress, so the waiter retries immediately. A key released by another process sends no
-// wake-up: its waiters keep polling with backoff (or use Options.Waker).
+// wakeups are the waiters of one Provider, by key: a call queued on a held key registers for
+// the key before each attempt, and a registration is woken, ending the backoff wait in
+// progress so that the waiter retries immediately, when the key is freed: by this Provider
+// (any release, a give-back, a force-release: wake, at once) or by anyone (the wake-up
+// listener: wakeHead, see listen.go). A waiter in the fair queue (ticket set) is woken only by
+// the listener, and only when it is the queue head the message names: the others would only
+// find it held again.
 //
 // No goroutine is started: a registration is a context derived from the waiter's, and waking it
 // is cancelling that context. Registering, narrowing, stopping and waking cost O(1) per
@@ -26,13 +28,14 @@ type wakeup struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	keys   []string // guarded by w.mu; nil once stopped
+	ticket string   // the waiter's fair-queue ticket; "" when it does not queue
 }
 
 // register returns a registration on keys, derived from ctx. It must be made before the attempt
 // whose "held" reply it waits on (so a release that follows that reply cannot be missed), and it
 // must be stopped on every path.
-func (w *wakeups) register(ctx context.Context, keys []string) *wakeup {
-	r := &wakeup{w: w, keys: keys}
+func (w *wakeups) register(ctx context.Context, keys []string, ticket string) *wakeup {
+	r := &wakeup{w: w, keys: keys, ticket: ticket}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -50,13 +53,28 @@ func (w *wakeups) register(ctx context.Context, keys []string) *wakeup {
 	return r
 }
 
-// wake ends the wait of every registration on key. It is called only after this Provider
-// really deleted key.
+// wake ends the wait of every registration on key that does not queue. It is called only after
+// this Provider really deleted key.
 func (w *wakeups) wake(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for r := range w.waiting[key] {
-		r.cancel() // cheap and non-blocking; the registration leaves when its waiter stops it
+		if r.ticket == "" {
+			r.cancel() // cheap and non-blocking; the registration leaves when its waiter stops it
+		}
+	}
+}
+
+// wakeHead ends the wait of the registrations on key that do not queue and of the one whose
+// ticket is head; with head "" (nobody queues, or the freeing is not ours to know about: a
+// keyspace notification), of every registration on key.
+func (w *wakeups) wakeHead(key, head string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for r := range w.waiting[key] {
+		if head == "" || r.ticket == "" || r.ticket == head {
+			r.cancel()
+		}
 	}
 }
 
