@@ -90,6 +90,8 @@ func normalizeKeys(keys []string) []string {
 // observers never see a waiter's acquisition before the release that let it in.
 func (p *Provider) deleteBatch(ctx context.Context, s *script, keys []string, r resend, owner string, extra []any,
 	held time.Duration, announce bool) (results []int64, errs []error, err error) {
+	p.wakeups.hold(keys)
+	defer p.wakeups.unhold(keys)
 	results, errs, err = p.scriptBatch(ctx, s, keys, r, append([]any{owner}, extra...)...)
 	for i, key := range keys {
 		if errs[i] == nil && results[i] == 1 {

@@ -19,6 +19,40 @@ import (
 type wakeups struct {
 	mu      sync.Mutex
 	waiting map[string]map[*wakeup]struct{} // key (without namespace) → its registrations
+	// deleting counts this Provider's deletes in flight by key; a wake-up the listener hears
+	// for such a key waits in held until the delete has told the Observer (see hold).
+	deleting map[string]int
+	held     map[string][]string // key → queue heads heard while deleting
+}
+
+// hold marks keys as being deleted by this Provider: until unhold, wake-ups heard for them are
+// kept back, so that the Observer always learns of the release before the acquisition it let
+// in (the script announces the free key before its reply arrives here).
+func (w *wakeups) hold(keys []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deleting == nil {
+		w.deleting, w.held = map[string]int{}, map[string][]string{}
+	}
+	for _, k := range keys {
+		w.deleting[k]++
+	}
+}
+
+// unhold ends hold and delivers the wake-ups kept back meanwhile.
+func (w *wakeups) unhold(keys []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, k := range keys {
+		if w.deleting[k]--; w.deleting[k] > 0 {
+			continue
+		}
+		delete(w.deleting, k)
+		for _, head := range w.held[k] {
+			w.wakeHeadLocked(k, head)
+		}
+		delete(w.held, k)
+	}
 }
 
 // wakeup is one registration: its ctx ends when one of its keys is deleted by this Provider,
@@ -71,6 +105,15 @@ func (w *wakeups) wake(key string) {
 func (w *wakeups) wakeHead(key, head string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.deleting[key] > 0 {
+		w.held[key] = append(w.held[key], head)
+		return
+	}
+	w.wakeHeadLocked(key, head)
+}
+
+// wakeHeadLocked is wakeHead with w.mu held.
+func (w *wakeups) wakeHeadLocked(key, head string) {
 	for r := range w.waiting[key] {
 		if head == "" || r.ticket == "" || r.ticket == head {
 			r.cancel()
