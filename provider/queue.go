@@ -165,7 +165,7 @@ func (q *queue) waitFor(key string) error {
 // holdings. It also registers the wake-up for a wait that follows. A Redis error ends the call.
 func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.wake.stop()
-	q.wake = q.p.wakeups.register(q.ctx, batch, q.ticket)
+	q.wake = q.p.wakeups.register(q.ctx, batch, q.ticket, q.started)
 	q.h.touch(batch...)
 	sent := time.Now()
 	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)

@@ -3,15 +3,18 @@ package provider
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // wakeups are the waiters of one Provider, by key: a call queued on a held key registers for
 // the key before each attempt, and a registration is woken, ending the backoff wait in
 // progress so that the waiter retries immediately, when the key is freed: by this Provider
 // (any release, a give-back, a force-release: wake, at once) or by anyone (the wake-up
-// listener: wakeHead, see listen.go). A waiter in the fair queue (ticket set) is woken only by
-// the listener, and only when it is the queue head the message names: the others would only
-// find it held again.
+// listener: wakeHead, see listen.go). One freed key wakes one waiter of this Provider, not all
+// of them (the others would only find the key held again, and their attempts would slow down
+// the hand-off): the fair-queue head the message names when it is one of ours, else the call
+// that has waited longest. A waiter that loses the race for the key waits again, and the next
+// release wakes the next one; a wake-up that is lost costs one backoff sleep.
 //
 // No goroutine is started: a registration is a context derived from the waiter's, and waking it
 // is cancelling that context. Registering, narrowing, stopping and waking cost O(1) per
@@ -61,15 +64,16 @@ type wakeup struct {
 	w      *wakeups
 	ctx    context.Context
 	cancel context.CancelFunc
-	keys   []string // guarded by w.mu; nil once stopped
-	ticket string   // the waiter's fair-queue ticket; "" when it does not queue
+	keys   []string  // guarded by w.mu; nil once stopped
+	ticket string    // the waiter's fair-queue ticket; "" when it does not queue
+	since  time.Time // when the waiting call started
 }
 
 // register returns a registration on keys, derived from ctx. It must be made before the attempt
 // whose "held" reply it waits on (so a release that follows that reply cannot be missed), and it
 // must be stopped on every path.
-func (w *wakeups) register(ctx context.Context, keys []string, ticket string) *wakeup {
-	r := &wakeup{w: w, keys: keys, ticket: ticket}
+func (w *wakeups) register(ctx context.Context, keys []string, ticket string, since time.Time) *wakeup {
+	r := &wakeup{w: w, keys: keys, ticket: ticket, since: since}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -87,21 +91,21 @@ func (w *wakeups) register(ctx context.Context, keys []string, ticket string) *w
 	return r
 }
 
-// wake ends the wait of every registration on key that does not queue. It is called only after
-// this Provider really deleted key.
+// wake ends the wait of the longest-waiting registration on key that does not queue (a queued
+// one is woken by the listener, when it is the head). It is called only after this Provider
+// really deleted key.
 func (w *wakeups) wake(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for r := range w.waiting[key] {
-		if r.ticket == "" {
-			r.cancel() // cheap and non-blocking; the registration leaves when its waiter stops it
-		}
+	if r := w.oldestLocked(key, false); r != nil {
+		r.cancel() // cheap and non-blocking; the registration leaves when its waiter stops it
 	}
 }
 
-// wakeHead ends the wait of the registrations on key that do not queue and of the one whose
-// ticket is head; with head "" (nobody queues, or the freeing is not ours to know about: a
-// keyspace notification), of every registration on key.
+// wakeHead ends the wait of the registration on key whose ticket is head, the queue head the
+// message names; when none of ours is, of the longest-waiting registration (with head "",
+// nobody queues or the freeing is not ours to know about, a keyspace notification; otherwise
+// among those that do not queue).
 func (w *wakeups) wakeHead(key, head string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -114,11 +118,32 @@ func (w *wakeups) wakeHead(key, head string) {
 
 // wakeHeadLocked is wakeHead with w.mu held.
 func (w *wakeups) wakeHeadLocked(key, head string) {
-	for r := range w.waiting[key] {
-		if head == "" || r.ticket == "" || r.ticket == head {
-			r.cancel()
+	if head != "" {
+		for r := range w.waiting[key] {
+			if r.ticket == head {
+				r.cancel()
+				return
+			}
 		}
 	}
+	if r := w.oldestLocked(key, head == ""); r != nil {
+		r.cancel()
+	}
+}
+
+// oldestLocked returns the registration on key whose call has waited longest and is not woken
+// yet, among all of them or (queued false) those without a ticket. w.mu is held.
+func (w *wakeups) oldestLocked(key string, queued bool) *wakeup {
+	var oldest *wakeup
+	for r := range w.waiting[key] {
+		if r.ctx.Err() != nil || r.ticket != "" && !queued {
+			continue
+		}
+		if oldest == nil || r.since.Before(oldest.since) {
+			oldest = r
+		}
+	}
+	return oldest
 }
 
 // unlinkLocked removes r from key's set, dropping the set once empty. w.mu is held.

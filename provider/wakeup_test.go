@@ -240,8 +240,8 @@ func TestForeignReleaseIsFoundByPolling(t *testing.T) {
 }
 
 // Callers of one Provider queued on one key hand it on to each other through wake-ups alone:
-// every release wakes all the waiters, the losers of the race wait again, and none misses the
-// next release.
+// every release wakes the longest-waiting one, which takes the key, and none misses the next
+// release.
 func TestLocalWaitersTakeTurns(t *testing.T) {
 	e := slowEnv(t, nil, nil)
 	const workers, rounds = 6, 5

@@ -17,11 +17,13 @@ local function held()
   end
   return 0
 end
+local queued = false -- the queue is not empty: the caller's ticket may be in it
 if fair then
-  local current = redis.call('GET', KEYS[1])
-  if current == '*' or current ~= ARGV[1] then
-    local head = queueHead()
-    if head and head ~= ARGV[3] then
+  local head = queueHead()
+  queued = head ~= nil
+  if head and head ~= ARGV[3] then
+    local current = redis.call('GET', KEYS[1])
+    if current == '*' or current ~= ARGV[1] then
       return held()
     end
   end
@@ -34,7 +36,7 @@ else
 end
 if ok then
   writeRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1])})
-  if fair then
+  if queued then
     leaveQueue(ARGV[3])
   end
   return 1
@@ -57,7 +59,7 @@ else
   redis.call('SET', KEYS[1], ARGV[1], 'XX')
 end
 writeRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1]), re = 1, prev = cjson.encode(prev)})
-if fair then
+if queued then
   leaveQueue(ARGV[3])
 end
 return 2
