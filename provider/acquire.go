@@ -24,7 +24,8 @@ type AcquireOptions struct {
 	Expire time.Duration
 	// AwaitQueue waits (with jittered exponential backoff) until every key is free instead of
 	// failing at once. Stock Medusa waits forever; here the wait ends with ctx. A release of the
-	// key by this same Provider ends the backoff sleep at once (see Options.Waker). With an
+	// key by anyone that the Provider hears of ends the backoff sleep at once (see
+	// docs/waiting.md), and with Options.FairQueue the call waits its turn in the key's queue. With an
 	// Expire, the keys held while waiting for later ones are extended every Expire/3, and after
 	// any wait every key is confirmed to be the owner's (and extended to the full Expire) before
 	// Acquire returns: a key lost meanwhile is waited for again.
