@@ -117,10 +117,10 @@ func (c *conn) start(req Request) {
 		defer c.requests.Done()
 		defer c.recoverInternal()
 		defer cancel(nil)
-		result, err := c.do(ctx, req, renewals, t)
 		if t != nil {
-			c.order.leave(t)
+			defer c.order.leave(t) // after the reply is queued, and also when the request panics
 		}
+		result, err := c.do(ctx, req, renewals, t)
 		c.mu.Lock()
 		delete(c.inflight, key) // before the reply: the client may reuse the id once answered
 		if req.Op == OpReleaseAll {
