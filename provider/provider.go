@@ -91,10 +91,12 @@ func normalizeKeys(keys []string) []string {
 func (p *Provider) deleteBatch(ctx context.Context, s *script, keys []string, r resend, owner string, extra []any,
 	held time.Duration, announce bool) (results []int64, errs []error, err error) {
 	p.wakeups.hold(keys)
-	defer p.wakeups.unhold(keys)
+	freed := make([]bool, len(keys))
+	defer func() { p.wakeups.unhold(keys, freed) }()
 	results, errs, err = p.scriptBatch(ctx, s, keys, r, append([]any{owner}, extra...)...)
 	for i, key := range keys {
 		if errs[i] == nil && results[i] == 1 {
+			freed[i] = true
 			if announce {
 				p.emit(EventReleased, key, owner, 0, held)
 			}

@@ -42,17 +42,24 @@ func (w *wakeups) hold(keys []string) {
 	}
 }
 
-// unhold ends hold and delivers the wake-ups kept back meanwhile.
-func (w *wakeups) unhold(keys []string) {
+// unhold ends hold and delivers the wake-ups kept back meanwhile; freed[i] tells whether the
+// delete really deleted keys[i] (and so woke a waiter of its own).
+func (w *wakeups) unhold(keys []string, freed []bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, k := range keys {
+	for i, k := range keys {
 		if w.deleting[k]--; w.deleting[k] > 0 {
 			continue
 		}
 		delete(w.deleting, k)
 		for _, head := range w.held[k] {
-			w.wakeHeadLocked(k, head)
+			// A message naming no queue head is, as a rule, this very delete's own
+			// announcement, whose waiter wake already woke: a second waiter would only find
+			// the key taken. (Another process's delete in the same instant is then found by
+			// polling.) A named head is delivered.
+			if head != "" || !freed[i] {
+				w.wakeHeadLocked(k, head)
+			}
 		}
 		delete(w.held, k)
 	}
