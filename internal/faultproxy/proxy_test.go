@@ -285,7 +285,8 @@ func TestLoseReplyToWithholdsOneReplyThenCuts(t *testing.T) {
 	require.Len(t, held, 1, "hold ran once")
 	require.Equal(t, seen{conns: 1, lost: 1}, <-held, "hold runs after the count, before the cut")
 	require.Equal(t, 1, p.LostReplies())
-	require.Zero(t, p.Conns(), "both sides are cut")
+	// The client may read the end of its side before the proxy has dropped the link.
+	eventually(t, func() bool { return p.Conns() == 0 }, "both sides are cut")
 
 	c2 := dial(t, p) // once only
 	roundTrip(t, c2, "PING")
