@@ -96,11 +96,8 @@ func (c *conn) start(req Request) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	entry := &inflight{}
-	var t *turn
 	if isWait(req) {
 		entry.cancel = cancel
-		// Its place among this connection's waits, before the next frame is read.
-		t = c.order.enter(req.Keys)
 	}
 	c.inflight[key] = entry
 	if !immediate(req.Op) {
@@ -119,10 +116,7 @@ func (c *conn) start(req Request) {
 		defer c.requests.Done()
 		defer c.recoverInternal()
 		defer cancel(nil)
-		if t != nil {
-			defer c.order.leave(t) // after the reply is queued, and also when the request panics
-		}
-		result, err := c.do(ctx, req, renewals, t)
+		result, err := c.do(ctx, req, renewals)
 		c.mu.Lock()
 		delete(c.inflight, key) // before the reply: the client may reuse the id once answered
 		if req.Op == OpReleaseAll {
@@ -212,10 +206,10 @@ func (c *conn) cancelRequest(target []byte) bool {
 }
 
 // do runs one op.
-func (c *conn) do(ctx context.Context, req Request, renewals float64, t *turn) (any, *Error) {
+func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Error) {
 	switch req.Op {
 	case OpAcquire:
-		return c.acquire(ctx, req, t)
+		return c.acquire(ctx, req)
 	case OpRelease:
 		released, err := c.s.prov.Release(ctx, req.Keys, req.Owner)
 		return releasedResult{Released: released}, mapError(ctx, err)
@@ -226,7 +220,7 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64, t *turn) (
 		held, err := c.s.prov.Settle(ctx, req.Keys, req.Owner, req.Claim)
 		return settleResult{Held: held}, mapError(ctx, err)
 	case OpLease:
-		return c.lease(ctx, req, renewals, t)
+		return c.lease(ctx, req, renewals)
 	case OpLeaseRelease:
 		return c.leaseRelease(ctx, req.Lease)
 	case OpResume:
@@ -236,22 +230,14 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64, t *turn) (
 	}
 }
 
-// acquire runs an acquire; t is its turn among the connection's waits (nil when it does not
-// wait).
-func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) {
+func (c *conn) acquire(ctx context.Context, req Request) (any, *Error) {
 	if req.AwaitQueue && req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
-	var err error
-	if t != nil {
-		err = c.order.wait(ctx, t, 0)
-	}
-	if err == nil {
-		err = c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
-			Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
-	}
+	err := c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
+		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
 	if err == nil {
 		return emptyResult{}, nil
 	}
