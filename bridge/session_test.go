@@ -199,6 +199,7 @@ func TestCrossedResumesEnd(t *testing.T) {
 			"round %d: a resumed connection's leases are freed at once", i)
 		for _, c := range []*client{a, b} { // the survivor, if any, holds none of its leases
 			_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""))
+			c.expectEnd() // the bridge has read the close before the next round (or the shutdown)
 		}
 	}
 }
