@@ -56,6 +56,7 @@ type outFrame struct {
 	data []byte // text or pong payload
 	code int    // of a close frame
 	text string // of a close frame
+	slot bool   // the reply of a request holding an in-flight slot: see frameTaken
 }
 
 // closeReason is why the reader stopped: a policy close to send (code != 0).
@@ -159,6 +160,14 @@ func (c *conn) run() {
 	}
 	c.end()
 	c.stopWriter()
+	for dropped := true; dropped; { // replies the writer never took: their slots are free
+		select {
+		case f := <-c.out:
+			c.frameTaken(f)
+		default:
+			dropped = false
+		}
+	}
 	_ = c.ws.Close()
 	c.requests.Wait()
 	c.watchers.Wait()
@@ -286,6 +295,7 @@ func (c *conn) writePump() {
 	for {
 		select {
 		case f := <-c.out:
+			c.frameTaken(f)
 			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
 			var err error
 			switch f.kind {
@@ -318,7 +328,19 @@ func (c *conn) send(f outFrame) {
 	select {
 	case c.out <- f:
 	case <-c.writerDone:
+		c.frameTaken(f)
 	}
+}
+
+// frameTaken frees the in-flight slot of a reply the writer took (or dropped).
+func (c *conn) frameTaken(f outFrame) {
+	if !f.slot {
+		return
+	}
+	c.mu.Lock()
+	c.running--
+	c.mu.Unlock()
+	c.signalChange()
 }
 
 // closeWith queues a close frame: the writer sends it after the frames queued before and stops.

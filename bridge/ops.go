@@ -124,20 +124,12 @@ func (c *conn) start(req Request) {
 		}
 		c.mu.Unlock()
 		c.finish(ctx, req, result, err)
-		// Only now is the slot free: a client that does not read its replies cannot pile up
-		// goroutines waiting for the writer.
-		if !immediate(req.Op) {
-			c.mu.Lock()
-			c.running--
-			c.mu.Unlock()
-			c.signalChange()
-		}
 	}()
 }
 
 // finish records the outcome of a request in the session and sends its reply.
 func (c *conn) finish(ctx context.Context, req Request, result any, err *Error) {
-	body := c.reply(req, result, err)
+	body := c.replyTo(req, result, err, !immediate(req.Op))
 	if req.Op == OpResume {
 		return
 	}
@@ -162,8 +154,17 @@ type replyBody struct {
 	Error  *errorBody `json:"error,omitempty"`
 }
 
-// reply answers a request, counts it and returns the reply's body (without the id).
+// reply answers a request that holds no in-flight slot, counts it and returns the reply's body
+// (without the id).
 func (c *conn) reply(req Request, result any, err *Error) json.RawMessage {
+	return c.replyTo(req, result, err, false)
+}
+
+// replyTo is reply; slot says that the request holds an in-flight slot, which the writer frees
+// as it takes the reply (before the client can read it, so that a client answered may send
+// again at once), and not before: a client that does not read its replies cannot pile up
+// goroutines waiting for the writer.
+func (c *conn) replyTo(req Request, result any, err *Error, slot bool) json.RawMessage {
 	op, label := string(req.Op), resultOK
 	if op == "" {
 		op = opInvalid
@@ -188,7 +189,7 @@ func (c *conn) reply(req Request, result any, err *Error) json.RawMessage {
 	frame = append(frame, id...)
 	frame = append(frame, ',')
 	frame = append(frame, body[1:]...)
-	c.send(outFrame{data: frame})
+	c.send(outFrame{data: frame, slot: slot})
 	return body
 }
 
