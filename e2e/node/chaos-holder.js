@@ -34,6 +34,7 @@ const fs = require("node:fs")
 const path = require("node:path")
 const { createRequire } = require("node:module")
 const { setTimeout: sleep } = require("node:timers/promises")
+const { buildProvider } = require("./providers")
 
 function fatal(message) {
   process.stderr.write(`chaos holder: ${message}\n`)
@@ -72,20 +73,6 @@ function log(key, ev, extra = "") {
 
 const quiet = { info() {}, debug() {}, warn: (m) => process.stderr.write(`[warn] ${m}\n`), error: (m) => process.stderr.write(`[error] ${m}\n`) }
 
-/** Builds the provider; returns it and a function that closes it. */
-async function build() {
-  if (config.backend === "stock") {
-    const { buildStockProvider } = compatRequire("./stock/build")
-    const { provider, redis } = await buildStockProvider({ redisUrl: config.redisUrl, logger: quiet })
-    await redis.ping()
-    return { provider, close: async () => redis.disconnect() }
-  }
-  const { createBridgeLockingProvider } = compatRequire("./medusa-locking-bridge")
-  const provider = createBridgeLockingProvider({ url: config.bridgeUrl, token: config.token, logger: quiet })
-  await provider.ready(30000)
-  return { provider, close: () => provider.close() }
-}
-
 /** The job: believes from its start until it ends or its signal aborts. */
 async function job(key, signal) {
   log(key, "enter")
@@ -103,7 +90,7 @@ async function job(key, signal) {
 }
 
 async function main() {
-  const { provider, close } = await build()
+  const { provider, close } = await buildProvider(config, compatRequire, quiet)
   const counts = { done: 0, failed: 0 }
   let lastError = ""
   // Not unref'd: it also keeps the process alive. Without it a holder whose execute waits to

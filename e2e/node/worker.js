@@ -34,6 +34,7 @@ const path = require("node:path")
 const readline = require("node:readline")
 const { createRequire } = require("node:module")
 const { setTimeout: sleep } = require("node:timers/promises")
+const { buildProvider } = require("./providers")
 
 function fatal(message) {
   process.stderr.write(`e2e worker: ${message}\n`)
@@ -82,22 +83,6 @@ process.on("unhandledRejection", (reason) => {
   process.stderr.write(`e2e worker: unhandled rejection: ${reason?.stack ?? reason}\n`)
 })
 
-/** Builds the bridge client and waits for its connection. */
-async function buildBridge() {
-  const { createBridgeLockingProvider } = compatRequire("./medusa-locking-bridge")
-  const provider = createBridgeLockingProvider({ url: config.bridgeUrl, token: config.token, logger })
-  await provider.ready(30000)
-  return { provider, close: () => provider.close() }
-}
-
-/** Builds the stock provider as Medusa's module loader does (compat/stock/build.js). */
-async function buildStock() {
-  const { buildStockProvider } = compatRequire("./stock/build")
-  const { provider, redis } = await buildStockProvider({ redisUrl: config.redisUrl, logger })
-  await redis.ping()
-  return { provider, close: async () => redis.disconnect() }
-}
-
 /** The critical section of one increment: detector in, read-modify-write, log, detector out. */
 async function increment(raw, a) {
   await raw.eval(a.enterLua, 2, a.insideKey, a.maxKey)
@@ -142,7 +127,7 @@ async function handle(req, env) {
 async function main() {
   let built
   try {
-    built = config.backend === "bridge" ? await buildBridge() : await buildStock()
+    built = await buildProvider(config, compatRequire, logger)
   } catch (err) {
     fatal(`cannot build the ${config.backend} provider: ${err?.stack ?? err}`)
   }
