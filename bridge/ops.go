@@ -220,7 +220,14 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Err
 		held, err := c.s.prov.Settle(ctx, req.Keys, req.Owner, req.Claim)
 		return settleResult{Held: held}, mapError(ctx, err)
 	case OpLease:
-		return c.lease(ctx, req, renewals)
+		result, err := c.lease(ctx, req, renewals)
+		if grant, ok := result.(leaseResult); ok {
+			// The client may find the lease lost by itself (its link dead): it then aborts the
+			// job with this message instead of composing stock's text.
+			grant.LostMessage = provider.LockLostMessage(req.Keys)
+			result = grant
+		}
+		return result, err
 	case OpLeaseRelease:
 		return c.leaseRelease(ctx, req.Lease)
 	case OpResume:
