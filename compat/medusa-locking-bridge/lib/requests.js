@@ -31,6 +31,11 @@ class Requests {
     this.settleTimer = null
   }
 
+  /** True while a request whose connection ended awaits its outcome: a resume or a settle. */
+  get pending() {
+    return this.groups.length > 0 || this.settling.size > 0
+  }
+
   /**
    * Handles the reply to entry; link is the live connection it came on, or null (from a resume,
    * which passes batch to collect what is sent again).
@@ -171,6 +176,7 @@ class Requests {
     acquire.settleAt = at
     this.settling.add(acquire)
     this.settleDue()
+    this.client.keepAlive()
   }
 
   /** Sends the settles that are due; sets a timer for the next one. */
