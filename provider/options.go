@@ -60,7 +60,8 @@ type Options struct {
 	// of this provider; turn it on where only this Provider contends for its keys.
 	WakeLocalWaiters bool
 	// Observer, when set, receives every lock event (waiting, acquired, released, gave up,
-	// renewed, lost). It is called synchronously and must not block.
+	// renewed, lost). It is called synchronously and must not block. MultiObserver combines
+	// several.
 	Observer Observer
 	// Logger receives warnings (failed renewals, failed clean-ups). Default slog.Default().
 	Logger *slog.Logger
