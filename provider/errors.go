@@ -99,10 +99,10 @@ func lockLost(keys []string, cause error) *ConflictError {
 	return &ConflictError{Kind: ErrLockLost, Keys: keys, msg: LockLostMessage(keys), cause: cause}
 }
 
-// endedBy is the error of a wait that ended with err while its context had cause: when cause
-// is the wait's own timeout (a conflict matching ErrTimedOut) and err is the conflict of the
-// wait cut short, or cause itself, the error is that timeout; when err says more (a give-back
-// that failed), the timeout comes first and err follows. Any other err is returned as it is.
+// endedBy is the error of a wait that ended with err, where timeout is the cause its context
+// got at the wait's own timeout. When err comes from that timeout (the conflict of the wait cut
+// short by it, or timeout itself), the error is timeout; when err says more (a give-back that
+// failed), timeout comes first and err follows. Any other err is returned as it is.
 func endedBy(err error, timeout *ConflictError) error {
 	if !errors.Is(err, timeout) {
 		return err
