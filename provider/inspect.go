@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -145,4 +148,15 @@ func (p *Provider) ForceReleaseAny(ctx context.Context, key string) (owner strin
 		}
 	}
 	return "", false, fmt.Errorf("force-release %q: the owner kept changing; try again", key)
+}
+
+// Printable shows a key or an owner id as is when it is plain, and quoted in Go syntax (control
+// characters escaped) when it is empty or holds spaces or characters that do not print, so the
+// empty owner, a blank one and one carrying terminal escapes are seen for what they are. The
+// console and the CLI show every key and owner through it.
+func Printable(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
 }

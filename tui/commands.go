@@ -117,6 +117,7 @@ func (m *model) onScanDone(msg scanDoneMsg) tea.Cmd {
 	}
 	m.lastScan = msg.stats
 	m.loaded = true
+	m.locks.SetLoaded()
 	m.lastGood = m.common.Now()
 	gen := m.scanGen
 	wait := max(m.pollInterval()-msg.stats.Took, 0)

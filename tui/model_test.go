@@ -70,9 +70,10 @@ func TestStatesAreWords(t *testing.T) {
 	connected(m)
 	feed(m, sampleStore())
 	out := screen(m)
-	for _, want := range []string{"NO TTL", "EXPIRING", "RENEWED", "HELD", "never", "3.0s", "1w 0.1/s"} {
+	for _, want := range []string{"NO TTL", "EXPIRING", "RENEWED", "HELD", "no expiry", "3.0s"} {
 		assert.Contains(t, out, want)
 	}
+	assert.Regexp(t, `cart:1 .* 1 +0\.1/s`, out, "one waiter, 0.1 contended/s, in their own columns")
 	// Attention order: NO TTL first, then EXPIRING.
 	assert.Less(t, strings.Index(out, "NO TTL"), strings.Index(out, "EXPIRING"))
 }

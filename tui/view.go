@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/help"
 	"github.com/locktui/locktui/tui/components/statusbar"
@@ -48,6 +49,7 @@ func (m *model) render() string {
 	case m.dialog.Active():
 		page = m.dialog.View()
 	default:
+		m.locks.SetEmpty(m.emptyText())
 		page = m.pages[m.active].View()
 	}
 	page = lipgloss.NewStyle().Height(body).MaxHeight(body).Render(page)
@@ -73,6 +75,9 @@ func (m *model) tabs() string {
 	}
 	if m.query.Filter != "" && !m.editing {
 		right = append(right, st.Info.Render("/"+m.query.Filter))
+		if m.view != nil && m.view.Query.Filter == m.query.Filter {
+			right = append(right, fmt.Sprintf("%s of %s", common.Count(m.view.Matched), plural(m.view.Total, "lock", "locks")))
+		}
 	}
 	r := strings.Join(right, " ")
 	gap := m.common.Width - lipgloss.Width(left) - lipgloss.Width(r)
@@ -80,6 +85,18 @@ func (m *model) tabs() string {
 		return common.Truncate(left+" "+r, m.common.Width)
 	}
 	return left + strings.Repeat(" ", gap) + r
+}
+
+// emptyText is what the locks table says when no row passes: never "no match" before the
+// whole namespace was read.
+func (m *model) emptyText() string {
+	switch {
+	case !m.loaded:
+		return "loading… the first refresh is under way"
+	case m.query.Filter != "":
+		return fmt.Sprintf("no locks match /%s (whole namespace read)", m.query.Filter)
+	}
+	return "no locks under " + provider.Printable(m.cfg.Namespace)
 }
 
 // footer is the filter being typed, else the latest notice, else the short help.
