@@ -17,7 +17,6 @@ func unknownIfRan(err error) error {
 	return err
 }
 
-
 // Release deletes each key still held by owner ("" means "*"), owner-checked in Lua, and reports
 // whether every key was released, as stock does: a missing key or another owner's key gives
 // false, yet the matching keys are released. No keys gives true. A Redis error for one key (e.g.
