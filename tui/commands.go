@@ -296,3 +296,42 @@ func (m *model) onSample(msg sampleMsg) tea.Cmd {
 	gen := m.sampleGen
 	return m.after(source.SampleInterval, sampleDueMsg{gen: gen})
 }
+
+// lookup is the exact-key read of the filter "=key".
+type lookup struct {
+	key  string
+	gen  int
+	done bool
+	// found is true when the key exists; err is why the read failed.
+	found bool
+	err   error
+}
+
+// lookupKey reads key at once (GET and PTTL, outside the budget: the operator asked for it by
+// name) and hands it to the hub, so an exact filter shows its key without waiting for a scan.
+func (m *model) lookupKey(key string) tea.Cmd {
+	gen := m.lookup.gen + 1
+	m.lookup = lookup{key: key, gen: gen}
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		found, absent, at, err := m.src.ReadUnpaced(ctx, []string{key})
+		if err != nil {
+			return lookupMsg{gen: gen, err: err}
+		}
+		if len(found) > 0 {
+			m.hub.Observe(found, at, 0)
+		}
+		if len(absent) > 0 {
+			m.hub.Absent(absent, at)
+		}
+		return lookupMsg{gen: gen, found: len(found) > 0}
+	})
+}
+
+func (m *model) onLookup(msg lookupMsg) {
+	if msg.gen != m.lookup.gen {
+		return // the filter changed since
+	}
+	m.lookup.done, m.lookup.found, m.lookup.err = true, msg.found, msg.err
+}

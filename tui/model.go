@@ -75,6 +75,9 @@ type model struct {
 	dialog   *dialog.Model
 	filter   *input.Model
 	editing  bool
+	// command is the ":" prompt (k9s' view switch), shown while commanding.
+	command    *input.Model
+	commanding bool
 	showHelp bool
 
 	query   store.Query
@@ -99,6 +102,9 @@ type model struct {
 	// eventsPending is set while the lock-event subscription is being made.
 	eventsPending bool
 	eventsRetry   backoff
+
+	// lookup is the exact-key read of the current filter.
+	lookup lookup
 
 	// sampling
 	sampler     *source.Sampler
@@ -125,6 +131,9 @@ func newModel(cfg Config, rt *runtime) *model {
 	m.filter = input.New(c, "/")
 	m.filter.Placeholder = "key, glob * ? [, =exact or owner:… (enter keeps, esc clears)"
 	m.filter.CharLimit = 256
+	m.command = input.New(c, ":")
+	m.command.Placeholder = "locks, owners, hot, detail, help or quit (enter runs, esc drops)"
+	m.command.CharLimit = 32
 	return m
 }
 
@@ -186,6 +195,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.sampleStep()
 	case sampleMsg:
 		return m, m.onSample(msg)
+	case lookupMsg:
+		m.onLookup(msg)
+		return m, nil
 	case releaseDoneMsg:
 		m.onReleaseDone(msg)
 		return m, m.refreshNow()
@@ -195,7 +207,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	if paste, ok := msg.(tea.PasteMsg); ok && m.editing {
 		if m.filter.Update(paste) {
-			m.applyFilter(m.filter.Value())
+			return m, m.applyFilter(m.filter.Value())
 		}
 	}
 	return m, nil

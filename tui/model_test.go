@@ -101,7 +101,7 @@ func TestHelpListsKeys(t *testing.T) {
 	press(m, "?")
 	out := screen(m)
 	for _, want := range []string{"filter", "sort column", "reverse sort", "detail", "1-4", "esc",
-		"force-release", "release all of owner", "sample contention", "quit", "cost:", "owner:"} {
+		"force-release", "release owner", "sample (paid)", "copy key", "view by name", "quit", "cost:", "owner:"} {
 		assert.Contains(t, out, want)
 	}
 	press(m, "x")
@@ -184,7 +184,7 @@ func TestReleaseAllDialogCountsTheOwnersLocks(t *testing.T) {
 	out := screen(m)
 	assert.Contains(t, out, "Release all 2 locks of this owner?")
 	assert.Contains(t, out, `owner  "execute:0b5a3c1e`)
-	assert.Contains(t, out, "Audited as tester@host")
+	assert.Contains(t, out, "Audited as tester@host to test-audit.jsonl.", "the dialog names where the record goes")
 	assert.NotNil(t, press(m, "y"))
 }
 
@@ -392,4 +392,105 @@ func TestHelpStatesTheCostOfARefresh(t *testing.T) {
 	assert.Contains(t, out, "last refresh: 5,000 SCAN (~500,000 keys) + 12 reads = 500,012 ≥ 25.0s")
 	press(m, "esc")
 	assert.Contains(t, screen(m), "poll 25s (budget 20,000/s)", "the status bar says the budget stretched the poll")
+}
+
+func TestExactFilterReadsTheKeyAtOnce(t *testing.T) {
+	m := newTestModel(t, Config{})
+	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Keys: 1_100_000}})
+	m.scanning = true // the first refresh has a million keys to walk
+	feed(m, store.New())
+	press(m, "/", "=")
+	var cmd tea.Cmd
+	for _, k := range "k-stuck" {
+		cmd = press(m, string(k))
+	}
+	require.NotNil(t, cmd, "an exact key is read at once")
+	assert.Equal(t, "k-stuck", m.lookup.key, "as typed: Redis keys are case-sensitive")
+	feed(m, store.New())
+	assert.Contains(t, screen(m), "reading k-stuck…")
+
+	m.Update(lookupMsg{gen: m.lookup.gen - 1, found: true})
+	assert.False(t, m.lookup.done, "the read of a filter typed over since is dropped")
+	m.Update(lookupMsg{gen: m.lookup.gen})
+	out := screen(m)
+	assert.Contains(t, out, "k-stuck is not locked: no key medusa_lock:k-stuck (read just now)")
+	assert.NotContains(t, out, "no locks match")
+
+	press(m, "backspace") // "=k-stuc": still exact, another read
+	assert.Equal(t, "k-stuc", m.lookup.key)
+	press(m, "esc")
+	assert.Empty(t, m.lookup.key, "no filter, no lookup")
+}
+
+func TestWhileTheFirstScanRunsTheTableSaysHowFarItIs(t *testing.T) {
+	m := newTestModel(t, Config{})
+	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Keys: 1_100_000}})
+	m.scanning = true
+	press(m, "/", "c", "a", "r", "t", "enter")
+	feed(m, store.New())
+	out := screen(m)
+	assert.Contains(t, out, "no match yet: scanned ~0 of 1,100,000 keys (0%), 0 locks so far")
+	assert.NotContains(t, out, "no locks match")
+
+	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
+	feed(m, store.New())
+	assert.Contains(t, screen(m), "no locks match /cart (whole namespace read 0s ago)")
+}
+
+func TestCopyPutsTheSelectedKeyOrOwnerOnTheClipboard(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	cmd := press(m, "c")
+	require.NotNil(t, cmd)
+	assert.Equal(t, tea.SetClipboard("stuck:job")(), cmd(), "c copies the selected key (OSC 52)")
+	assert.Contains(t, screen(m), "copied key stuck:job to the clipboard")
+	cmd = press(m, "C")
+	require.NotNil(t, cmd)
+	assert.Equal(t, tea.SetClipboard("*")(), cmd(), "C copies its owner")
+	assert.Nil(t, m.sampler, "c no longer starts paid sampling")
+}
+
+func TestColonSwitchesViewsByName(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	for _, c := range []struct {
+		typed string
+		want  page
+	}{{"owners", pageOwners}, {"hot", pageHot}, {"lo", pageLocks}, {"o", pageOwners}, {"locks", pageLocks}} {
+		press(m, ":")
+		assert.Contains(t, screen(m), ":")
+		for _, r := range c.typed {
+			press(m, string(r))
+		}
+		press(m, "enter")
+		assert.Equal(t, c.want, m.active, ":%s", c.typed)
+	}
+	press(m, ":", "x", "y", "enter")
+	assert.Contains(t, screen(m), `unknown view "xy"`)
+	press(m, ":", "h", "e", "l", "p", "enter")
+	assert.True(t, m.showHelp)
+	press(m, "esc")
+	press(m, ":", "q", "esc")
+	assert.False(t, m.commanding, "esc drops the command")
+	press(m, ":", "q")
+	cmd := press(m, "enter")
+	require.NotNil(t, cmd)
+	assert.Equal(t, tea.Quit(), cmd(), ":q quits")
+}
+
+func TestOwnersThatDoNotPrintAreQuotedEverywhere(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "a", Owner: "", TTL: provider.NoExpiry}, {Key: "b", Owner: "x\x1b[2J", TTL: time.Minute}}, clock, 1)
+	feed(m, s)
+	for _, view := range []string{"1", "2"} {
+		press(m, view)
+		out := m.View().Content
+		assert.NotContains(t, out, "\x1b[2J", "view %s: the escape is not sent to the terminal", view)
+		assert.Contains(t, screen(m), `"x\x1b[2J"`, "view %s", view)
+		assert.Contains(t, screen(m), `""`, "view %s: the empty owner", view)
+	}
 }

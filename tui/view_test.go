@@ -56,14 +56,14 @@ func TestSamplingStatesItsCost(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	feed(m, sampleStore())
-	cmd := press(m, "c")
+	cmd := press(m, "p")
 	require.NotNil(t, cmd, "sampling starts reading")
 	require.NotNil(t, m.sampler)
 	assert.Equal(t, "stuck:job", m.sampler.Keys()[0], "the selected key first")
 	assert.Len(t, m.sampler.Keys(), 4, "the keys on screen")
 	out := screen(m)
 	assert.Contains(t, out, "sampling 30s: +33 cmds/s", "4 keys × 2 commands × 4/s + INFO")
-	press(m, "c")
+	press(m, "p")
 	assert.Nil(t, m.sampler)
 	assert.Contains(t, screen(m), "sampling stopped")
 }
@@ -85,7 +85,7 @@ func TestEnterOnDetailAndBack(t *testing.T) {
 
 func TestKeysBeforeTheFirstView(t *testing.T) {
 	m := newTestModel(t, Config{})
-	for _, k := range []string{"c", "d", "D", "enter", "s", "4", "3", "c", "2", "enter", "/", "x", "enter", "?"} {
+	for _, k := range []string{"c", "C", "p", ":", "x", "enter", "d", "D", "enter", "s", "4", "3", "c", "2", "enter", "/", "x", "enter", "?"} {
 		press(m, k) // nothing to act on yet: no key may crash
 	}
 	assert.Contains(t, screen(m), "Keys")

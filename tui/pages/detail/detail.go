@@ -115,7 +115,7 @@ func ttlLine(e *store.Entry, now time.Time) string {
 func (p *Page) contention(c *store.Contention) []string {
 	st := p.common.Styles
 	if c == nil {
-		return []string{st.Dim.Render("  none seen (events, or press c to sample)")}
+		return []string{st.Dim.Render("  none seen (from lock events; " + p.common.Keys.Sample.Help().Key + " samples, paid)")}
 	}
 	width := min(store.HistorySeconds, max(p.width-16, 10))
 	return []string{

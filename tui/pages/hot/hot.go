@@ -45,7 +45,7 @@ func New(c *common.Common) *Page {
 var sortToColumn = [...]int{store.HotByContended: 6, store.HotByWaiters: 3, store.HotByAttempts: 4, store.HotByKey: 1}
 
 // Legend explains the columns of the ranking; the page shows it under the table.
-const Legend = "TRY/s attempts/s · 60s contended in the last minute · WAIT, CONT/s: as locks"
+const Legend = "TRY/s attempts/s · 60s contended in the last minute · LAST 20s a second"
 
 // SetSize sets the page size; the legend takes one line.
 func (p *Page) SetSize(width, height int) {
