@@ -72,13 +72,13 @@ type model struct {
 	active   page
 	previous page
 
-	dialog   *dialog.Model
-	filter   *input.Model
-	editing  bool
+	dialog  *dialog.Model
+	filter  *input.Model
+	editing bool
 	// command is the ":" prompt (k9s' view switch), shown while commanding.
 	command    *input.Model
 	commanding bool
-	showHelp bool
+	showHelp   bool
 
 	query   store.Query
 	view    *store.View
