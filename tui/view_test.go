@@ -137,3 +137,15 @@ func TestKeysAreShortenedInTheMiddle(t *testing.T) {
 	assert.Equal(t, "short    ", common.FitMiddle("short", 9))
 	assert.Equal(t, "abc…wxyz", common.FitMiddle("abcdefghijklmnopqrstuvwxyz", 8))
 }
+
+func TestSelectedLineShowsTheWholeKeyBeforeTheOwner(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	key := "inventory:iitem_01JK4KH3QZ8W5N2M7XG1ABCDEFGHJK" // 46 cells
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: key, Owner: "worker:inventory-sync-681490-0001", TTL: provider.NoExpiry}}, clock, 1)
+	feed(m, s)
+	out := screen(m)
+	assert.Contains(t, out, "key "+key+"  owner worker:", "the key whole, the owner shortened in its middle")
+	assert.Contains(t, out, "-0001")
+}

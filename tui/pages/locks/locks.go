@@ -173,8 +173,8 @@ func (p *Page) selectedLine() string {
 	const keyLabel, ownerLabel = "key ", "  owner "
 	room := p.width - len(keyLabel) - len(ownerLabel)
 	if kw, ow := ansi.StringWidth(key), ansi.StringWidth(owner); kw+ow > room {
-		// The key gets what the owner leaves it, but at least three fifths of the room.
-		keyRoom := max(room-ow, room*3/5)
+		// The owner gives way first, down to 16 cells: the key is what the operator acts on.
+		keyRoom := max(room-ow, room-min(ow, 16))
 		key = common.Middle(key, keyRoom)
 		owner = common.Middle(owner, room-ansi.StringWidth(key))
 	}
