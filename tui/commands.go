@@ -52,14 +52,15 @@ func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
 		m.conn.down = true
 		m.conn.infoOK = false
 		m.conn.err = msg.err
-		m.conn.failures++
-		wait := min(retryMin<<min(m.conn.failures-1, 10), retryMax)
-		m.conn.retryAt = m.common.Now().Add(wait)
+		now := m.common.Now()
+		m.conn.retry.fail(now)
+		wait := m.conn.retry.wait(now)
 		m.setStickyNotice("Redis does not answer: " + msg.err.Error())
 		return m.after(wait, heartbeatDueMsg{})
 	}
 	wasDown := m.conn.down
-	m.conn.down, m.conn.failures, m.conn.err = false, 0, nil
+	m.conn.down, m.conn.err = false, nil
+	m.conn.retry.reset()
 	if wasDown {
 		m.setNotice("Redis answers again: refreshing", false)
 	}
@@ -71,11 +72,11 @@ func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
 	// A subscription that failed is tried again once Redis answers again, and while it does,
 	// with backoff.
 	now := m.common.Now()
-	if m.conn.infoOK && m.conn.info.Keyspace() && !m.keyspaceOn && !m.keyspacePending &&
-		(msg.info != nil || m.keyspaceRetry.due(now)) {
+	if m.conn.infoOK && m.conn.info.Keyspace() && m.keyspace.idle() &&
+		(msg.info != nil || m.keyspace.retry.due(now)) {
 		cmds = append(cmds, m.subscribeKeyspace(m.conn.info.DB))
 	}
-	if m.wantEvents() && !m.eventsOn && !m.eventsPending && (wasDown || m.eventsRetry.due(now)) {
+	if m.wantEvents() && m.events.idle() && (wasDown || m.events.retry.due(now)) {
 		cmds = append(cmds, m.subscribeEvents())
 	}
 	if wasDown && !m.scanning {
@@ -129,7 +130,7 @@ func (m *model) wantEvents() bool { return m.cfg.Events == nil && !m.cfg.NoEvent
 
 // subscribeEvents subscribes to the namespace's lock events and forwards them to the hub.
 func (m *model) subscribeEvents() tea.Cmd {
-	m.eventsPending = true
+	m.events.start()
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		sub, err := events.Subscribe(ctx, m.cfg.Client, m.cfg.Namespace)
 		if err != nil {
@@ -144,27 +145,24 @@ func (m *model) subscribeEvents() tea.Cmd {
 // onEventsStarted records the result of subscribing to lock events; a failure is retried by
 // the heartbeat, with backoff (go-redis itself resubscribes a subscription that was made).
 func (m *model) onEventsStarted(msg eventsStartedMsg) {
-	m.eventsPending = false
 	if msg.err != nil {
 		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+			m.events.pending = false
 			return
 		}
-		m.eventsErr = msg.err
-		if m.eventsRetry.fail(m.common.Now()) {
+		if m.events.failed(msg.err, m.common.Now()) {
 			m.setNotice("lock events unavailable (no contention from events), retrying: "+msg.err.Error(), true)
 		}
 		return
 	}
-	if m.eventsErr != nil {
+	if m.events.up() {
 		m.setNotice("lock events subscribed", false)
 	}
-	m.eventsOn, m.eventsErr = true, nil
-	m.eventsRetry.reset()
 }
 
 // subscribeKeyspace subscribes to the keyspace notifications of the namespace.
 func (m *model) subscribeKeyspace(db int) tea.Cmd {
-	m.keyspacePending = true
+	m.keyspace.start()
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		ks, err := m.src.SubscribeKeyspace(ctx, db)
 		if err != nil {
@@ -176,18 +174,18 @@ func (m *model) subscribeKeyspace(db int) tea.Cmd {
 }
 
 func (m *model) onKeyspaceStarted(msg keyspaceStartedMsg) tea.Cmd {
-	m.keyspacePending = false
 	if msg.err != nil {
 		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+			m.keyspace.pending = false
 			return nil
 		}
-		if m.keyspaceRetry.fail(m.common.Now()) {
+		if m.keyspace.failed(msg.err, m.common.Now()) {
 			m.setNotice("keyspace notifications unavailable, polling only: "+msg.err.Error(), true)
 		}
 		return nil
 	}
-	m.keyspaceRetry.reset()
-	m.keyspace, m.keyspaceOn = msg.ks, true
+	m.keyspace.up()
+	m.ks = msg.ks
 	// What changed before the subscription is caught by a refresh now; from here on the
 	// notifications keep the table live and the poll slows down.
 	return tea.Batch(m.readKeyspace(), m.refreshNow())
@@ -195,7 +193,7 @@ func (m *model) onKeyspaceStarted(msg keyspaceStartedMsg) tea.Cmd {
 
 // readKeyspace waits for notified keys and reads them (within the budget).
 func (m *model) readKeyspace() tea.Cmd {
-	ks := m.keyspace
+	ks := m.ks
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		keys, overflow, err := ks.Next(ctx, source.KeyspaceReadBatch)
 		if err != nil {

@@ -345,38 +345,38 @@ func TestEventsSubscriptionIsRetried(t *testing.T) {
 	now := clock
 	m.common.Now = func() time.Time { return now }
 	m.Init()
-	require.True(t, m.eventsPending, "Init subscribes")
+	require.True(t, m.events.pending, "Init subscribes")
 	ok := heartbeatMsg{latency: time.Millisecond}
 
 	m.Update(eventsStartedMsg{err: errors.New("NOPERM no permissions to access a channel")})
-	assert.False(t, m.eventsPending)
+	assert.False(t, m.events.pending)
 	assert.Contains(t, screen(m), "lock events unavailable")
 	assert.Contains(t, screen(m), "no events")
 	m.Update(ok)
-	assert.False(t, m.eventsPending, "not before the backoff (0.5s) is over")
+	assert.False(t, m.events.pending, "not before the backoff (0.5s) is over")
 	now = now.Add(600 * time.Millisecond)
 	m.Update(ok)
-	assert.True(t, m.eventsPending, "the heartbeat retries")
+	assert.True(t, m.events.pending, "the heartbeat retries")
 
 	m.Update(eventsStartedMsg{err: errors.New("i/o timeout")})
 	now = now.Add(600 * time.Millisecond)
 	m.Update(ok)
-	assert.False(t, m.eventsPending, "the backoff doubled (1s)")
+	assert.False(t, m.events.pending, "the backoff doubled (1s)")
 	now = now.Add(500 * time.Millisecond)
 	m.Update(ok)
-	assert.True(t, m.eventsPending)
+	assert.True(t, m.events.pending)
 
 	m.Update(eventsStartedMsg{err: errors.New("i/o timeout")})
 	m.Update(heartbeatMsg{err: errors.New("connection refused")})
 	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Version: "7.0.15"}})
-	assert.True(t, m.eventsPending, "Redis answers again: retried at once")
+	assert.True(t, m.events.pending, "Redis answers again: retried at once")
 
 	m.Update(eventsStartedMsg{})
-	assert.True(t, m.eventsOn)
+	assert.True(t, m.events.on)
 	assert.Contains(t, screen(m), "lock events subscribed")
 	assert.NotContains(t, screen(m), "no events")
 	m.Update(ok)
-	assert.False(t, m.eventsPending, "subscribed: no more attempts")
+	assert.False(t, m.events.pending, "subscribed: no more attempts")
 }
 
 // The help states the cost of a refresh as the budget counts it: SCAN walks the whole

@@ -171,15 +171,15 @@ func (m *model) status() statusbar.Status {
 	switch {
 	case m.cfg.NoEvents && m.cfg.Events == nil:
 		s.Events = "no events"
-	case m.eventsOn:
+	case m.events.on:
 		s.Events = "events"
-	case m.eventsErr != nil:
+	case m.events.err != nil:
 		s.Events = "no events"
 	}
 	s.Stale, s.Age = m.stale()
 	if m.conn.down {
 		s.Reconnecting = true
-		s.RetryIn = max(m.conn.retryAt.Sub(m.common.Now()), 0)
+		s.RetryIn = m.conn.retry.wait(m.common.Now())
 	}
 	if m.sampler != nil {
 		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(m.sampleStats.Left),
@@ -196,11 +196,11 @@ func (m *model) status() statusbar.Status {
 func (m *model) refreshMode() string {
 	interval := m.pollInterval()
 	mode := "poll " + common.Duration(interval)
-	if m.keyspaceOn {
+	if m.keyspace.on {
 		mode = "keyspace events + " + mode
 	}
 	base := m.cfg.Refresh
-	if m.keyspaceOn {
+	if m.keyspace.on {
 		base = m.cfg.KeyspacePoll
 	}
 	if interval > base && m.src.Budget() > 0 {
