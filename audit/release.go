@@ -55,23 +55,23 @@ func (r *Releaser) ForceRelease(ctx context.Context, key, owner string) Released
 	if err != nil && r.foreign(ctx, key) {
 		err = nil // WRONGTYPE: not a lock, so not held
 	}
-	out := Released{Owner: owner, Err: err}
-	if ok {
-		out.Count = 1
-	}
-	out.AuditErr = r.record(ctx, Record{Action: ActionForceRelease, Key: key, Owner: owner}, out)
-	return out
+	return r.recordKey(ctx, ActionForceRelease, key, owner, ok, err)
 }
 
 // ForceReleaseAny deletes key whoever holds it (provider ForceReleaseAny: release --force) and
 // records it as ActionForceReleaseAny with the owner it had.
 func (r *Releaser) ForceReleaseAny(ctx context.Context, key string) Released {
 	owner, ok, err := r.Provider.ForceReleaseAny(ctx, key)
+	return r.recordKey(ctx, ActionForceReleaseAny, key, owner, ok, err)
+}
+
+// recordKey records the release of one key, deleted or not (ok), and returns its outcome.
+func (r *Releaser) recordKey(ctx context.Context, action, key, owner string, ok bool, err error) Released {
 	out := Released{Owner: owner, Err: err}
 	if ok {
 		out.Count = 1
 	}
-	out.AuditErr = r.record(ctx, Record{Action: ActionForceReleaseAny, Key: key, Owner: owner}, out)
+	out.AuditErr = r.record(ctx, Record{Action: action, Key: key, Owner: owner}, out)
 	return out
 }
 
