@@ -149,7 +149,7 @@ func evalBatch[T any](ctx context.Context, p *Provider, s *script, keys []string
 				results[i] = v
 			case redis.HasErrorPrefix(cmdErr, "NOSCRIPT"):
 				retry = append(retry, i)
-			case isReplyError(cmdErr):
+			case IsReplyError(cmdErr):
 			case err == nil:
 				err = fmt.Errorf("redis: %w", cmdErr)
 			}
@@ -162,8 +162,10 @@ func evalBatch[T any](ctx context.Context, p *Provider, s *script, keys []string
 	return results, errs, nil
 }
 
-// isReplyError tells a Redis error reply (the command ran and failed) from a transport error.
-func isReplyError(err error) bool {
+// IsReplyError tells a Redis error reply (the command was refused: an ACL, WRONGTYPE, NOSCRIPT)
+// from a transport error and from the replies that mean the server could not run it now
+// (LOADING, READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN), which are transport errors to retry.
+func IsReplyError(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !isNetworkReply(err)
 }
