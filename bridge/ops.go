@@ -96,8 +96,11 @@ func (c *conn) start(req Request) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	entry := &inflight{}
+	var t *turn
 	if isWait(req) {
 		entry.cancel = cancel
+		// Its place among this connection's waits, before the next frame is read.
+		t = c.order.enter(req.Keys)
 	}
 	c.inflight[key] = entry
 	if !immediate(req.Op) {
@@ -116,7 +119,10 @@ func (c *conn) start(req Request) {
 		defer c.requests.Done()
 		defer c.recoverInternal()
 		defer cancel(nil)
-		result, err := c.do(ctx, req, renewals)
+		if t != nil {
+			defer c.order.leave(t) // after the reply is queued, and also when the request panics
+		}
+		result, err := c.do(ctx, req, renewals, t)
 		c.mu.Lock()
 		delete(c.inflight, key) // before the reply: the client may reuse the id once answered
 		if req.Op == OpReleaseAll {
@@ -207,10 +213,10 @@ func (c *conn) cancelRequest(target []byte) bool {
 }
 
 // do runs one op.
-func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Error) {
+func (c *conn) do(ctx context.Context, req Request, renewals float64, t *turn) (any, *Error) {
 	switch req.Op {
 	case OpAcquire:
-		return c.acquire(ctx, req)
+		return c.acquire(ctx, req, t)
 	case OpRelease:
 		released, err := c.s.prov.Release(ctx, req.Keys, req.Owner)
 		return releasedResult{Released: released}, mapError(ctx, err)
@@ -221,7 +227,7 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Err
 		held, err := c.s.prov.Settle(ctx, req.Keys, req.Owner, req.Claim)
 		return settleResult{Held: held}, mapError(ctx, err)
 	case OpLease:
-		return c.lease(ctx, req, renewals)
+		return c.lease(ctx, req, renewals, t)
 	case OpLeaseRelease:
 		return c.leaseRelease(ctx, req.Lease)
 	case OpResume:
@@ -231,14 +237,22 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Err
 	}
 }
 
-func (c *conn) acquire(ctx context.Context, req Request) (any, *Error) {
+// acquire runs an acquire; t is its turn among the connection's waits (nil when it does not
+// wait).
+func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) {
 	if req.AwaitQueue && req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
-	err := c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
-		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
+	var err error
+	if t != nil {
+		err = c.order.wait(ctx, t, 0)
+	}
+	if err == nil {
+		err = c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
+			Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
+	}
 	if err == nil {
 		return emptyResult{}, nil
 	}

@@ -86,7 +86,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Observer != nil {
 		obs = append(obs, cfg.Observer)
 	}
-	s.prov = provider.New(cfg.Client, &provider.Options{Namespace: cfg.Namespace, Observer: obs, Logger: cfg.Logger})
+	s.prov = provider.New(cfg.Client, &provider.Options{Namespace: cfg.Namespace, Observer: obs, Logger: cfg.Logger,
+		FairQueue: cfg.FairQueue})
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: handshakeTimeout,
 		Subprotocols:     []string{Subprotocol},

@@ -18,3 +18,14 @@ func EpochKnown(p *Provider) bool {
 	defer p.epochs.mu.Unlock()
 	return p.epochs.ids != nil
 }
+
+// WakeupsLive reports whether p's wake-up listener runs with a confirmed subscription. For
+// tests only.
+func WakeupsLive(p *Provider) bool { return p.listen.live.Load() }
+
+// Listening reports whether p's wake-up listener runs at all. For tests only.
+func Listening(p *Provider) bool {
+	p.listen.mu.Lock()
+	defer p.listen.mu.Unlock()
+	return p.listen.users > 0
+}
