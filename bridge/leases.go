@@ -70,6 +70,7 @@ func (c *conn) lease(ctx context.Context, req Request, renewals float64, t *turn
 		}
 	}
 	if err == nil {
+		opts.Queued = c.order.leaver(t)
 		l, err = c.s.prov.AcquireLease(ctx, req.Keys, opts)
 	}
 	c.mu.Lock()

@@ -251,7 +251,8 @@ func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) 
 	}
 	if err == nil {
 		err = c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
-			Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
+			Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim,
+			Queued: c.order.leaver(t)})
 	}
 	if err == nil {
 		return emptyResult{}, nil

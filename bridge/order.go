@@ -11,15 +11,18 @@ import (
 // errTurnTimedOut ends a wait for its turn that outlasted the request's timeout.
 var errTurnTimedOut = errors.New("bridge: timed out waiting behind an earlier request of this connection")
 
-// keyOrder grants the waiting requests of one connection (a lease, a queued acquire) in the
+// keyOrder starts the waiting requests of one connection (a lease, a queued acquire) in the
 // order the client sent them, per key: Medusa's callers expect the first of several execute
 // calls on one key to win, and each request runs in a goroutine of its own, whose scheduling
 // would otherwise decide. The reader takes a turn for a request (enter) before it reads the
 // next frame; the request goes to the provider only once every earlier waiting request of the
-// connection that shares a key with it is done (granted or failed), and leaves its turn when
-// its own provider call is done. The lines are per key, and a request waits only for requests
-// sent before it, so no cycle of waits can form. Requests that do not wait (a plain acquire, a
-// release) are not ordered: they answer at once, as stock's do.
+// connection that shares a key with it has made its first attempt (Redis answered it: the
+// request holds its keys, or waits for them in the provider's queue, where the earlier wait is
+// served first), or is done. It leaves its turn at the same point (leaver). So every request
+// waits at once, none is held back behind another's whole wait, and the provider serves them
+// in the order sent. The lines are per key, and a request waits only for requests sent before
+// it, so no cycle of waits can form. Requests that do not wait (a plain acquire, a release) are
+// not ordered: they answer at once, as stock's do.
 type keyOrder struct {
 	mu    sync.Mutex
 	lines map[string][]*turn // key → the turns on it, in the order sent
@@ -75,6 +78,15 @@ func (o *keyOrder) wait(ctx context.Context, t *turn, timeout time.Duration) err
 	case <-expired:
 		return errTurnTimedOut
 	}
+}
+
+// leaver returns the provider's Queued callback for t: it leaves t once its first attempt was
+// answered. Nil for a request that has no turn.
+func (o *keyOrder) leaver(t *turn) func() {
+	if t == nil {
+		return nil
+	}
+	return func() { o.leave(t) }
 }
 
 // leave takes t out of its lines and lets the next turns on them go. It is idempotent.

@@ -6,13 +6,17 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/bridge"
 )
 
-// Waiting requests that one client sends for the same key are granted in the order sent, as
-// Medusa's upstream test "release lock in case of timeout failure" expects of three execute
-// calls on one key: the first wins, then the second, then the third.
+// fairQueue starts a bridge with the fair queue on.
+func fairQueue(c *bridge.Config) { c.FairQueue = true }
+
+// With the fair queue, waiting requests that one client sends for the same key are granted in
+// the order sent: each joins the queue only after the one before it did.
 func TestOneClientsWaitsAreGrantedInOrderSent(t *testing.T) {
-	h := start(t)
+	h := start(t, fairQueue)
 	c := h.dial(testToken)
 	for round := range 10 {
 		key := fmt.Sprintf("k%d", round)
@@ -39,10 +43,41 @@ func TestOneClientsWaitsAreGrantedInOrderSent(t *testing.T) {
 	}
 }
 
+// Without the fair queue too, the first of several waiting requests one client sends for a free
+// key wins, as Medusa's upstream test "release lock in case of timeout failure" expects of
+// three execute calls on one key (each request runs in a goroutine of its own, so without the
+// order the second would win about a third of the time).
+func TestFirstOfOneClientsWaitsWins(t *testing.T) {
+	h := start(t)
+	c := h.dial(testToken)
+	for round := range 20 {
+		key := fmt.Sprintf("k%d", round)
+		first := 3*round + 1
+		for i := range 3 {
+			c.send(req{"id": first + i, "op": "lease", "keys": []string{key}, "timeout": 5})
+		}
+		for granted := 0; granted < 3; {
+			f := c.recv()
+			require.True(t, f.OK, "round %d: %+v", round, f.Error)
+			if f.Result["lease"] == nil {
+				continue // the reply to a lease_release
+			}
+			if granted == 0 {
+				var id int
+				require.NoError(t, json.Unmarshal(f.ID, &id))
+				require.Equal(t, first, id, "round %d: the first request sent is granted first", round)
+			}
+			granted++
+			c.send(req{"id": fmt.Sprintf("r%d-%d", round, granted), "op": "lease_release", "lease": f.Result["lease"]})
+		}
+		require.True(t, c.recv().OK) // the last lease_release
+	}
+}
+
 // A queued acquire behind a lease of the same connection on the same key waits its turn, and
 // one on another key does not.
 func TestOrderIsPerKey(t *testing.T) {
-	h := start(t)
+	h := start(t, fairQueue)
 	c := h.dial(testToken)
 	require.NoError(t, h.rdb.Set(t.Context(), namespace+"held", "someone", 0).Err())
 	c.send(req{"id": 1, "op": "lease", "keys": []string{"held"}, "timeout": 30})

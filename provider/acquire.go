@@ -27,13 +27,16 @@ type AcquireOptions struct {
 	// key by anyone that the Provider hears of ends the backoff sleep at once (see
 	// docs/waiting.md), and with Options.FairQueue the call waits its turn in the key's queue. With an
 	// Expire, the keys held while waiting for later ones are extended every Expire/3, and after
-	// any wait every key is confirmed to be the owner's (and extended to the full Expire) before
-	// Acquire returns: a key lost meanwhile is waited for again.
+	// such a wait every key is confirmed to be the owner's (and extended to the full Expire)
+	// before Acquire returns: a key lost meanwhile is waited for again. (A wait that holds no
+	// key has nothing to confirm: the attempt that ends it sets the full Expire.)
 	AwaitQueue bool
 	// Claim identifies this call in the holder record of every lock it takes; default a fresh
 	// NewClaim. A caller that may lose track of the call's outcome (a bridge whose client
 	// reconnects) passes its own and asks Settle afterwards. Each call needs a claim of its own.
 	Claim string
+	// Queued, with AwaitQueue, is called as LeaseOptions.Queued is.
+	Queued func()
 }
 
 // Acquire takes every key for opts.Owner. Without AwaitQueue it fails at once with a
@@ -58,7 +61,7 @@ func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptio
 	h := newHoldings(ownerOrDefault(opts.Owner), opts.Claim)
 	ttl := ttlSeconds(opts.Expire)
 	if opts.AwaitQueue {
-		_, err := p.acquireQueued(ctx, keys, h, ttl)
+		_, err := p.acquireQueued(ctx, keys, h, ttl, opts.Queued)
 		return err
 	}
 	return p.acquireOnce(ctx, keys, h, ttl)
@@ -78,7 +81,7 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, h *holdings, 
 		switch {
 		case errs[i] != nil:
 			failed[key] = fmt.Errorf("acquire %q: %w", key, errs[i])
-		case res[i] == acquireHeld:
+		case isHeld(res[i]):
 			failed[key] = notAcquired(key)
 		}
 	}

@@ -29,3 +29,9 @@ func Listening(p *Provider) bool {
 	defer p.listen.mu.Unlock()
 	return p.listen.users > 0
 }
+
+// ScriptPrelude is what the provider puts in front of lib.lua in every script.
+var ScriptPrelude = shareConstants
+
+// ShareKey is the key of the share record of lock key rk (share.go). For tests only.
+var ShareKey = shareKey

@@ -15,9 +15,10 @@ import (
 //
 // With a TTL, the held prefix could expire during a long wait and be taken by someone else, so
 // the queue extends it (owner-checked) a third of the TTL after it was last set or extended,
-// and, before it reports success after any wait, confirms and refreshes every key in one round
-// trip. A key found no longer its own sends the call back to waiting for that key (giving back
-// the keys after it). An acquisition that never waited stays one round trip.
+// and, before it reports success after a wait during which it held keys, confirms and refreshes
+// every key in one round trip. A key found no longer its own sends the call back to waiting for
+// that key (giving back the keys after it). An acquisition that never waited while holding a
+// key costs no round trip more than its attempts.
 //
 // Every attempt is preceded by a wake-up registration on the keys it tries (see wakeups), so a
 // wait on a key that is freed ends at once, whether the Waker sleeps or listens: a wait starts
@@ -43,20 +44,23 @@ type queue struct {
 	ticket  string        // the call's fair-queue ticket (its claim); "" without FairQueue
 	joined  string        // the key whose queue the last attempt joined, "" if none
 	listens bool          // the call uses the Provider's wake-up listener
+	leftFor time.Duration // the last attempt found the key free but left to others this long (share.go)
+	queued  func()        // called once Redis answered the first attempt; then nil
 
 	held      int       // keys[:held] are the call's
 	refreshed time.Time // when keys[:held] were last set or extended (when that was sent), at the oldest
-	waited    bool      // the call waited since its keys were last confirmed
+	waited    bool      // the call waited, holding keys, since they were last confirmed
 }
 
 // acquireQueued takes every key for the owner of h, waiting on each held key with backoff until
 // ctx is done. When ctx ends first, it puts back everything it took and the error is a
 // *ConflictError (ErrNotAcquired) that also matches ctx's cause. On success it returns when the
 // oldest of the keys' current lifetimes was requested: the send time of the attempt or
-// extension that set it, from which a lease's local deadline is counted.
-func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64) (time.Time, error) {
+// extension that set it, from which a lease's local deadline is counted. queued, when not nil,
+// is called once Redis answered the first attempt (see LeaseOptions.Queued).
+func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64, queued func()) (time.Time, error) {
 	q := &queue{p: p, ctx: ctx, keys: normalizeKeys(keys), ttl: ttl, h: h,
-		started: time.Now(), delay: p.opts.DefaultRetryInterval}
+		started: time.Now(), delay: p.opts.DefaultRetryInterval, queued: queued}
 	if p.opts.FairQueue {
 		q.ticket = h.claim
 	}
@@ -93,7 +97,7 @@ func (q *queue) next() error {
 	if err != nil {
 		return err
 	}
-	blocked := slices.Index(res, acquireHeld)
+	blocked := slices.IndexFunc(res, isHeld)
 	if blocked < 0 {
 		q.took(len(rest), sent)
 		return nil
@@ -105,7 +109,9 @@ func (q *queue) next() error {
 	if err := q.p.putBack(q.ctx, q.h.detach(q.keys[q.held+1:])); err != nil {
 		return q.fail(fmt.Errorf("acquire %s: %w", quoteKeys(q.keys[q.held+1:]), err))
 	}
-	q.waited = true
+	// Keys held during a wait may expire meanwhile and must be confirmed after it; a wait that
+	// holds nothing has nothing to confirm (the attempt that ends it sets the full TTL).
+	q.waited = q.waited || q.held > 0
 	if !q.listens {
 		q.listens = true
 		q.p.listen.use()
@@ -131,6 +137,10 @@ func (q *queue) waitFor(key string) error {
 				sleep = 0
 			}
 		}
+		if q.leftFor > 0 {
+			// The key is free at the end of the others' turn: be there.
+			sleep = min(sleep, q.leftFor+time.Millisecond)
+		}
 		if sleep > 0 {
 			q.p.opts.Waker.Wait(q.wake.ctx, q.p.RedisKey(key), sleep)
 		}
@@ -154,7 +164,7 @@ func (q *queue) waitFor(key string) error {
 		if err != nil {
 			return err
 		}
-		if res[0] != acquireHeld {
+		if !isHeld(res[0]) {
 			q.took(1, sent)
 			return nil
 		}
@@ -170,9 +180,17 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	sent := time.Now()
 	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)
 	q.h.unsent(batch, err)
+	if f := q.queued; f != nil && err == nil {
+		q.queued = nil
+		f()
+	}
 	q.joined = ""
-	if q.ticket != "" && errs[0] == nil && res[0] == acquireHeld {
+	if q.ticket != "" && errs[0] == nil && isHeld(res[0]) {
 		q.joined = batch[0]
+	}
+	q.leftFor = 0
+	if i := slices.IndexFunc(res, isHeld); i >= 0 && errs[i] == nil && res[i] < 0 {
+		q.leftFor = time.Duration(-res[i]) * time.Millisecond
 	}
 	for j, key := range batch {
 		if errs[j] == nil {

@@ -43,11 +43,13 @@ const (
 	acquireHeld      = 0 // someone else holds the key
 	acquireFresh     = 1 // the key was free and is now ours
 	acquireReentered = 2 // the owner already held it; the TTL was rewritten
+	// A negative status -n: the key is free, but left to processes that write no holder
+	// record for n more milliseconds (see share.go). It counts as held.
 )
 
 // script is one Lua script of scripts/, with lib.lua in front. Every script runs on one lock
-// key, its holder record, its wait queue and the queue's tickets (KEYS[1] to KEYS[4], all in
-// the lock's slot), so it is atomic and slot-safe on a Cluster. Its last argument is the
+// key, its holder record, its wait queue, the queue's tickets and its share record (KEYS[1] to
+// KEYS[5], all in the lock's slot), so it is atomic and slot-safe on a Cluster. Its last argument is the
 // wake-up channel (FreeChannel), on which the scripts that free a lock announce it.
 type script struct {
 	src string
@@ -55,7 +57,7 @@ type script struct {
 }
 
 func newScript(body string) *script {
-	src := libSrc + body
+	src := shareConstants + libSrc + body
 	sum := sha1.Sum([]byte(src))
 	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
@@ -67,7 +69,7 @@ func (s *script) cmd(ctx context.Context, rk string, full bool, args []any) *red
 		name, body = "eval", s.src
 	}
 	q, t := queueKeys(rk)
-	return redis.NewCmd(ctx, append([]any{name, body, 4, rk, recordKey(rk), q, t}, args...)...)
+	return redis.NewCmd(ctx, append([]any{name, body, 5, rk, recordKey(rk), q, t, shareKey(rk)}, args...)...)
 }
 
 // queueKeys are the keys of the wait queue of lock key rk and of its tickets (see queue.go):

@@ -41,6 +41,9 @@ local wasHead = queueHead() == ARGV[2]
 leaveQueue(ARGV[2])
 local result = undo()
 if result == 1 or (wasHead and redis.call('EXISTS', KEYS[1]) == 0) then
+  if result == 1 then
+    endRun()
+  end
   announceFree()
 end
 return result

@@ -12,6 +12,12 @@
 -- the queue is a list of tickets (the claims of waiting acquisitions) in arrival order, the
 -- tickets a sorted set of ticket -> expiry (absolute ms). A ticket that is not refreshed expires
 -- and is dropped when it reaches the head; both keys expire with their last ticket.
+-- KEYS[5] is the lock's share record (see share.go): a hash that exists only while processes
+-- that write no holder record (stock Medusa) contend for the lock, so that our clients, which
+-- hand the lock on within a round trip, leave those processes their turns:
+--   since  when our clients' current run on the lock began (absolute ms)
+--   yield  until when our clients leave the freed lock to the others (absolute ms)
+-- It expires SHARE_MEMORY ms after one of ours last found the lock held by such a process.
 -- The last ARGV of every script is the wake-up channel: a script that frees the lock publishes
 -- "<queue head>\n<lock key>" on it (the head empty when nobody queues).
 
@@ -123,4 +129,49 @@ end
 -- take it (see listen.go).
 local function announceFree()
   redis.call('PUBLISH', ARGV[#ARGV], (queueHead() or '') .. '\n' .. KEYS[1])
+end
+
+-- Stock's turns (share.go has the rule and docs/waiting.md the reasons): after our clients
+-- have held the lock for SHARE_RUN ms in a row while a process that writes no holder record
+-- contends, the release that frees it leaves it free for that process for SHARE_WINDOW ms.
+-- SHARE_RUN, SHARE_WINDOW and SHARE_MEMORY are defined in front of this file (share.go).
+
+-- noteForeign remembers that the lock is held by a process that writes no holder record (or
+-- a record of another owner), and ends our run.
+local function noteForeign()
+  local owner = redis.call('GET', KEYS[1])
+  if owner and redis.call('HGET', KEYS[2], 'owner') ~= owner then
+    redis.call('HDEL', KEYS[5], 'since', 'yield')
+    redis.call('HSET', KEYS[5], 'seen', nowMs())
+    redis.call('PEXPIRE', KEYS[5], SHARE_MEMORY)
+  end
+end
+
+-- yieldLeft is how many ms the free lock is still left to the others (0: none).
+local function yieldLeft()
+  local y = redis.call('HGET', KEYS[5], 'yield')
+  if not y then
+    return 0
+  end
+  return math.max(tonumber(y) - nowMs(), 0)
+end
+
+-- startRun notes, when others contend, that a run of ours on the lock begins.
+local function startRun()
+  if redis.call('EXISTS', KEYS[5]) == 1 and redis.call('HSETNX', KEYS[5], 'since', nowMs()) == 1 then
+    redis.call('HDEL', KEYS[5], 'yield')
+  end
+end
+
+-- endRun, called by a delete of ours that freed the lock, leaves it to the others for
+-- SHARE_WINDOW ms when our run has lasted SHARE_RUN ms.
+local function endRun()
+  local since = redis.call('HGET', KEYS[5], 'since')
+  if since then
+    local now = nowMs()
+    if now - tonumber(since) >= SHARE_RUN then
+      redis.call('HDEL', KEYS[5], 'since')
+      redis.call('HSET', KEYS[5], 'yield', now + SHARE_WINDOW)
+    end
+  end
 end

@@ -3,6 +3,7 @@
 -- A release announces the free lock on the wake-up channel (see lib.lua).
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1], KEYS[2])
+  endRun()
   announceFree()
   return 1
 end

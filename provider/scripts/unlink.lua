@@ -8,6 +8,7 @@ if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('UNLINK', KEYS[1], KEYS[2])
+  endRun()
   announceFree()
   return 1
 end
