@@ -164,3 +164,19 @@ func TestObserverSeesTheReleaseBeforeTheWokenAcquisition(t *testing.T) {
 	}
 	require.Equal(t, want, order)
 }
+
+func TestMultiObserverPassesEveryEventToEachInOrder(t *testing.T) {
+	var got []string
+	record := func(name string) provider.Observer {
+		return provider.ObserverFunc(func(e provider.Event) { got = append(got, name+":"+string(e.Kind)) })
+	}
+	obs := provider.MultiObserver(nil, record("a"), nil, record("b"))
+	obs.LockEvent(provider.Event{Kind: lost})
+	obs.LockEvent(provider.Event{Kind: renewed})
+	require.Equal(t, []string{"a:lost", "b:lost", "a:renewed", "b:renewed"}, got)
+
+	require.Nil(t, provider.MultiObserver(), "no observer")
+	require.Nil(t, provider.MultiObserver(nil, nil), "nil observers are skipped")
+	only := &events{}
+	require.Same(t, only, provider.MultiObserver(nil, only), "a single observer is returned as it is")
+}

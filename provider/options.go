@@ -70,7 +70,8 @@ type Options struct {
 	// often, even when their backoff is longer). Default 2 s.
 	QueueTicketTTL time.Duration
 	// Observer, when set, receives every lock event (waiting, acquired, released, gave up,
-	// renewed, lost). It is called synchronously and must not block.
+	// renewed, lost). It is called synchronously and must not block. MultiObserver combines
+	// several.
 	Observer Observer
 	// Logger receives warnings (failed renewals, failed clean-ups). Default slog.Default().
 	Logger *slog.Logger
@@ -133,6 +134,35 @@ type ObserverFunc func(Event)
 
 // LockEvent calls f.
 func (f ObserverFunc) LockEvent(e Event) { f(e) }
+
+// MultiObserver returns an Observer that passes every event to each of observers, in order
+// (metrics, a publisher, a console's feed: one Provider has one Observer). Nil observers are
+// skipped; with none left it returns nil, which Options treats as no observer, and with one it
+// returns that one. Each observer must itself not block; one that panics keeps the event from
+// those after it (the Provider logs the panic and goes on).
+func MultiObserver(observers ...Observer) Observer {
+	var list multiObserver
+	for _, o := range observers {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nil
+	case 1:
+		return list[0]
+	}
+	return list
+}
+
+type multiObserver []Observer
+
+func (m multiObserver) LockEvent(e Event) {
+	for _, o := range m {
+		o.LockEvent(e)
+	}
+}
 
 func (o *Options) withDefaults() Options {
 	var out Options
