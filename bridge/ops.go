@@ -95,8 +95,11 @@ func (c *conn) start(req Request) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	entry := &inflight{}
+	var t *turn
 	if isWait(req) {
 		entry.cancel = cancel
+		// Its place among this connection's waits, before the next frame is read.
+		t = c.order.enter(req.Keys)
 	}
 	c.inflight[key] = entry
 	if !immediate(req.Op) {
@@ -115,7 +118,10 @@ func (c *conn) start(req Request) {
 		defer c.requests.Done()
 		defer c.recoverInternal()
 		defer cancel(nil)
-		result, err := c.do(ctx, req, renewals)
+		if t != nil {
+			defer c.order.leave(t) // after the reply is queued, and also when the request panics
+		}
+		result, err := c.do(ctx, req, renewals, t)
 		c.mu.Lock()
 		delete(c.inflight, key) // before the reply: the client may reuse the id once answered
 		if req.Op == OpReleaseAll {
@@ -206,10 +212,10 @@ func (c *conn) cancelRequest(target []byte) bool {
 }
 
 // do runs one op.
-func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Error) {
+func (c *conn) do(ctx context.Context, req Request, renewals float64, t *turn) (any, *Error) {
 	switch req.Op {
 	case OpAcquire:
-		return c.acquire(ctx, req)
+		return c.acquire(ctx, req, t)
 	case OpRelease:
 		released, err := c.s.prov.Release(ctx, req.Keys, req.Owner)
 		return releasedResult{Released: released}, mapError(ctx, err)
@@ -220,7 +226,7 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Err
 		held, err := c.s.prov.Settle(ctx, req.Keys, req.Owner, req.Claim)
 		return settleResult{Held: held}, mapError(ctx, err)
 	case OpLease:
-		result, err := c.lease(ctx, req, renewals)
+		result, err := c.lease(ctx, req, renewals, t)
 		if grant, ok := result.(leaseResult); ok {
 			// The client may find the lease lost by itself (its link dead): it then aborts the
 			// job with this message instead of composing stock's text.
@@ -237,14 +243,22 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Err
 	}
 }
 
-func (c *conn) acquire(ctx context.Context, req Request) (any, *Error) {
+// acquire runs an acquire; t is its turn among the connection's waits (nil when it does not
+// wait).
+func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) {
 	if req.AwaitQueue && req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
+	if t != nil {
+		// A wait for the turn that ctx ends goes to the provider all the same: its answer to
+		// an ended wait (a ConflictError naming the key) is this request's.
+		_ = c.order.wait(ctx, t, 0)
+	}
 	err := c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
-		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
+		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim,
+		Queued: c.order.leaver(t)})
 	if err != nil {
 		return nil, mapError(ctx, err)
 	}

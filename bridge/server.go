@@ -83,7 +83,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.ctx, s.hardStop = context.WithCancel(context.Background())
 	s.prov = provider.New(cfg.Client, &provider.Options{Namespace: cfg.Namespace,
-		Observer: provider.MultiObserver(s.metrics, cfg.Observer), Logger: cfg.Logger})
+		Observer: provider.MultiObserver(s.metrics, cfg.Observer), Logger: cfg.Logger, FairQueue: cfg.FairQueue})
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: handshakeTimeout,
 		Subprotocols:     []string{Subprotocol},

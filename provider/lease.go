@@ -20,6 +20,12 @@ type LeaseOptions struct {
 	// Expire is the lease, renewed every max(Expire/3, 250 ms) while held; default 60 s,
 	// rounded up to whole seconds.
 	Expire time.Duration
+	// Queued, when set, is called once, as soon as Redis has answered the call's first attempt
+	// (the call then holds the keys or waits for them in its turn); it is not called when the
+	// call ends before that. A caller that must keep the order of its calls on the same keys
+	// (the bridge keeps each connection's) starts the next call then: the calls wait in the
+	// order they first tried. It must not block.
+	Queued func()
 }
 
 // Lease is a set of keys held under one owner and renewed in the background until Release, or
@@ -105,7 +111,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	timeoutErr := timedOut(sorted)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
 	defer cancel()
-	h, confirmed, err := p.acquireInTime(waitCtx, sorted, owner, ttl)
+	h, confirmed, err := p.acquireInTime(waitCtx, sorted, owner, ttl, opts.Queued)
 	if err != nil {
 		return nil, endedBy(err, timeoutErr)
 	}
@@ -139,10 +145,12 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 // time its deadline counts from. A grant whose reply came back after that deadline (a slow
 // link) is given back, claim-checked, and the keys are tried again under a new claim until ctx
 // ends: the holder must never start believing when Redis may already have expired a key.
-func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64) (*holdings, time.Time, error) {
+// queued is LeaseOptions.Queued.
+func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func()) (*holdings, time.Time, error) {
 	for {
 		h := newHoldings(owner, "")
-		confirmed, err := p.acquireQueued(ctx, keys, h, ttl)
+		confirmed, err := p.acquireQueued(ctx, keys, h, ttl, queued)
+		queued = nil // called by the first try
 		if err != nil {
 			return nil, time.Time{}, err
 		}

@@ -135,7 +135,7 @@ func TestPanickingObserverDoesNotLoseLocks(t *testing.T) {
 // released by the previous one.
 func TestObserverSeesTheReleaseBeforeTheWokenAcquisition(t *testing.T) {
 	obs := &events{}
-	e := newEnv(t, &provider.Options{Observer: obs, WakeLocalWaiters: true,
+	e := newEnv(t, &provider.Options{Observer: obs,
 		DefaultRetryInterval: time.Minute, MaximumRetryInterval: time.Minute})
 	for round := range 20 {
 		require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))

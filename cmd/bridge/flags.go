@@ -26,6 +26,7 @@ type options struct {
 	redisURL        string
 	redisTLS        redisconn.TLSFiles
 	namespace       string
+	fairQueue       bool
 	tokens          []bridge.Token
 	insecure        bool
 	tlsCert         string
@@ -86,6 +87,7 @@ func parseFlags(args []string, getenv func(string) string, usage io.Writer) (opt
 	fs.StringVar(&o.redisTLS.Cert, "redis-tls-cert", "", "client certificate (`PEM`) for rediss:// URLs")
 	fs.StringVar(&o.redisTLS.Key, "redis-tls-key", "", "client key (`PEM`) for rediss:// URLs")
 	fs.StringVar(&o.namespace, "namespace", provider.DefaultNamespace, "lock key `prefix`")
+	fs.BoolVar(&o.fairQueue, "fair-queue", false, "serve waiting requests first come, first served with every provider that has it (docs/waiting.md)")
 	fs.Var(&tokens, "token", "accepted bearer `token`, optionally TOKEN;owner=PREFIX;keys=PREFIX (repeatable)")
 	fs.BoolVar(&o.insecure, "insecure", false, "accept clients that send no token (loopback --listen only; not with restricted tokens)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS (wss://) with this certificate `PEM` (with --tls-key)")
