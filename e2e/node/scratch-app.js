@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The Medusa side of TestPackedTarballInstallsAsMedusaProvider: run with the working directory
 // set to a scratch app into which `npm install <tarball>` put @locktui/medusa-locking-bridge.
-// Everything is resolved from that directory, as Medusa's module loader resolves a provider's
+// Every package is resolved from that directory, as Medusa's module loader resolves a provider's
 // "resolve" (require.resolve with paths [process.cwd()]), never from this checkout.
 //
 // Usage: node e2e/node/scratch-app.js '<config JSON>'
@@ -20,6 +20,8 @@
 const fs = require("node:fs")
 const path = require("node:path")
 const { pathToFileURL } = require("node:url")
+// Test support only: it gets the app's framework passed in and resolves no package itself.
+const { bootstrapLocking } = require("../../compat/medusa-locking-bridge/test-support/medusa")
 
 const PACKAGE = "@locktui/medusa-locking-bridge"
 const PROVIDER_ID = "locking-bridge"
@@ -67,22 +69,11 @@ async function medusa(config) {
   const logger = Object.fromEntries(
     ["info", "warn", "error", "debug", "log"].map((level) => [level, (m) => logs.push(`${level}: ${m}`)])
   )
-  const modules = await MedusaModule.bootstrap({
-    moduleKey: Modules.LOCKING,
-    defaultPath: "@medusajs/locking",
-    declaration: {
-      scope: "internal",
-      resources: "shared",
-      options: {
-        providers: [
-          { resolve: PACKAGE, id: PROVIDER_ID, is_default: true, options: { url: config.bridgeUrl, token: config.token } },
-        ],
-      },
-    },
-    injectedDependencies: { logger },
+  const locking = await bootstrapLocking({ MedusaModule, Modules }, {
+    providers: [{ resolve: PACKAGE, id: PROVIDER_ID, is_default: true, options: { url: config.bridgeUrl, token: config.token } }],
+    logger,
     cwd: process.cwd(),
   })
-  const locking = modules[Modules.LOCKING]
   const provider = locking?.providerService_?.retrieveProviderRegistration(PROVIDER_ID)
   try {
     await locking.acquire(config.key, { ownerId: config.owner, expire: 60 })
