@@ -72,7 +72,8 @@ func TestPackedTarballInstallsAsMedusaProvider(t *testing.T) {
 	assert.True(t, plain.ESMNamedCreate, "import { createBridgeLockingProvider } works from an ES module")
 	assert.True(t, plain.ESMDefaultIsExports, "an ES module's default import is module.exports")
 
-	// A Medusa app: @medusajs/framework and @medusajs/locking installed beside the package.
+	// A Medusa app: @medusajs/framework and @medusajs/locking installed beside the package, here
+	// linked from compat/node_modules (the versions the suite pins) instead of installed again.
 	scope := filepath.Join(app, "node_modules", "@medusajs")
 	require.NoError(t, os.MkdirAll(scope, 0o755))
 	for _, name := range []string{"framework", "locking"} {
