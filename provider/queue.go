@@ -180,10 +180,6 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	sent := time.Now()
 	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)
 	q.h.unsent(batch, err)
-	if f := q.queued; f != nil && err == nil {
-		q.queued = nil
-		f()
-	}
 	q.joined = ""
 	if q.ticket != "" && errs[0] == nil && isHeld(res[0]) {
 		q.joined = batch[0]
@@ -191,6 +187,13 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.leftFor = 0
 	if i := slices.IndexFunc(res, isHeld); i >= 0 && errs[i] == nil && res[i] < 0 {
 		q.leftFor = time.Duration(-res[i]) * time.Millisecond
+	}
+	if f := q.queued; f != nil && err == nil && (q.ticket == "" || q.joined != "" || !slices.ContainsFunc(res, isHeld)) {
+		// With a ticket, only once the call is in the queue of the key it waits for (a key
+		// blocked behind the first of a batch joins on the next attempt, at once) or holds its
+		// keys: a call sent after it then queues behind it.
+		q.queued = nil
+		f()
 	}
 	for j, key := range batch {
 		if errs[j] == nil {

@@ -6,8 +6,9 @@
 -- free lock only when nobody else queues for it; 'join' does the same and, when it cannot take
 -- the lock, joins (or stays in) the queue with ticket ARGV[3], live for ARGV[5] ms. A re-entry
 -- never queues. Taking the lock leaves the queue.
--- A free lock that our clients leave to processes that write no holder record for now (see
--- lib.lua, stock's turns) is not taken either.
+-- ARGV[6] is '1' for the attempts of a waiting call: only those leave a free lock to processes
+-- that write no holder record in their turn (see lib.lua, stock's turns); a try-once
+-- acquisition takes a free lock, as stock's does.
 -- Returns 1 for a fresh lock, 0 when someone else holds it (or is ahead in the queue), 2 for a
 -- re-entry by the same owner, and -n when the lock is free but left to others for n more ms.
 local ttl = tonumber(ARGV[2])
@@ -31,7 +32,7 @@ if fair then
     end
   end
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if ARGV[6] == '1' and redis.call('EXISTS', KEYS[1]) == 0 then
   local left = yieldLeft()
   if left > 0 then
     return held(-left)
