@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/locktui/locktui/internal/flagspell"
 )
 
 // isCompletionRequest reports whether arg is cobra's hidden command that the shell completion
@@ -31,32 +33,7 @@ func prepareArgs(root *cobra.Command, args []string) ([]string, error) {
 		}
 	}
 	index(root)
-	out := slices.Clone(args)
-	var bools []int // indexes of boolean flags without "=" (their spelling is in args)
-	for i := 0; i < len(out); i++ {
-		arg := out[i]
-		if arg == "--" {
-			break
-		}
-		if len(arg) < 2 || arg[0] != '-' {
-			continue
-		}
-		spelled, _, hasValue := strings.Cut(arg, "=")
-		f := known[strings.TrimPrefix(spelled[1:], "-")]
-		if f == nil {
-			continue // a shorthand (-h), or unknown: the parser reports it
-		}
-		if !strings.HasPrefix(spelled, "--") {
-			out[i] = "-" + arg
-		}
-		switch {
-		case hasValue:
-		case f.NoOptDefVal != "":
-			bools = append(bools, i)
-		default:
-			i++ // the value, whatever it looks like
-		}
-	}
+	out, bools := flagspell.Normalize(args, func(name string) *pflag.Flag { return known[name] })
 	// Only the flags the command takes count as boolean; another is reported as unknown.
 	cmd, _, err := root.Find(out)
 	if err != nil {
