@@ -128,15 +128,14 @@ func (w *waitWatch) waitedFor() string {
 // takeLease waits for the keys. On failure it returns a nil lease and the exit code.
 func (s *session) takeLease(ctx context.Context, c *conn, keys []string, o *options, sigs <-chan os.Signal, waits *waitWatch) (*provider.Lease, int) {
 	actx, stopWatch := cancelOnSignal(ctx, sigs)
-	defer stopWatch()
-	timeout := o.timeout
+	timeout, stopOnce := o.timeout, func() {}
 	if timeout == 0 {
-		var stopOnce context.CancelFunc
 		actx, stopOnce = waits.once(actx)
-		defer stopOnce()
 		timeout = onceTimeout
 	}
 	lease, err := c.p.AcquireLease(actx, keys, provider.LeaseOptions{Timeout: timeout, Expire: o.leaseExpire})
+	stopOnce()
+	stopWatch() // from here on, signals are the command's
 	if se, ok := interrupted(actx); ok {
 		if lease != nil {
 			s.releaseLease(ctx, lease)
