@@ -13,7 +13,8 @@ import (
 	"github.com/locktui/locktui/provider"
 )
 
-// getResult is get --json's object, as a script reads it.
+// getResult is get --json's object, as a script reads it: written out here rather than taken
+// from the package, so that a renamed field or tag fails the test as it would break the script.
 type getResult struct {
 	Key      string `json:"key"`
 	RedisKey string `json:"redis_key"`
