@@ -56,7 +56,7 @@ func (s *session) newRoot(o *options) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			target, rest, err := c.Root().Find(args)
 			if err != nil || len(rest) > 0 || (target == c.Root() && len(args) > 0) {
-				return usagef("", "unknown command %q", args[0])
+				return usagef("", "unknown command %q", strings.Join(args, " "))
 			}
 			printHelp(c.OutOrStdout(), target)
 			return nil

@@ -55,7 +55,7 @@ func explainLoss(ctx context.Context, p *provider.Provider, lease *provider.Leas
 		return out
 	case cause != nil || !time.Now().Before(lease.Deadline()):
 		// A renewal finds a key gone before the deadline; a loss at the deadline is an expiry.
-		out <- "the lease expired: no renewal was confirmed before its deadline (Redis did not answer in time)"
+		out <- "the lease expired: no renewal was confirmed before its deadline (Redis could not be reached in time)"
 		return out
 	}
 	keys, owner := lostKeys(lease), lease.Owner()

@@ -372,3 +372,15 @@ func TestRunGraceIsAtMostAQuarterOfExpire(t *testing.T) {
 	}
 	require.Empty(t, e.holder(t, "k"), "a refused command line takes no lock")
 }
+
+// A Redis restart (a new run_id) may have lost the keys: the lease is lost, and run says why.
+func TestRunSaysWhenRedisRestarted(t *testing.T) {
+	e := newEnv(t)
+	// The first renewal comes 10 s in: the restart is seen first, by its run_id.
+	_, stderr, code := started(t, newApp(nil, nil), "run", "k", "--expire", "30s", "--redis", e.srv.URL, "--",
+		"sh", "-c", "echo ready; exec sleep 30")
+	e.srv.Restart(t, 0)
+	require.Equal(t, cli.ExitLockLost, <-code)
+	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran: the Redis server restarted or failed over, which may have lost the keys; stopping it with SIGTERM`)
+	require.NotContains(t, stderr.String(), "warning: Lost the lock")
+}
