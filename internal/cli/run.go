@@ -248,8 +248,9 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 			if errors.Is(err, exec.ErrWaitDelay) {
 				s.warnf("the command exited but its output stayed open (a background process?); stopped reading after %s", pipeDrain)
 			}
-			if reason == nil && leaseDone != nil && lease.Err() != nil {
-				// Lost as the command died (at the deadline's SIGKILL): still say why.
+			if reason == nil && leaseDone != nil && (lease.Err() != nil || !time.Now().Before(lease.Deadline())) {
+				// Lost as the command died (the SIGKILL at the deadline comes when the lease's
+				// own expiry does, which may not have ended it yet): still say why.
 				lostMsg = func(reason string) string {
 					return fmt.Sprintf("lost the lock on %s while the command ran: %s", quoteKeys(lostKeys(lease)), reason)
 				}
