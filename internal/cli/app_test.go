@@ -178,10 +178,12 @@ func TestVersion(t *testing.T) {
 			app := newApp(nil, nil)
 			app.Version = tt.version
 			app.BuildInfo = func() (*debug.BuildInfo, bool) { return tt.info, tt.info != nil }
-			r := runApp(t, app, "version")
-			requireCode(t, r, cli.ExitOK)
-			require.Empty(t, r.stderr)
-			require.Equal(t, tt.want, r.stdout)
+			for _, args := range [][]string{{"version"}, {"--version"}} {
+				r := runApp(t, app, args...)
+				requireCode(t, r, cli.ExitOK)
+				require.Empty(t, r.stderr)
+				require.Equal(t, tt.want, r.stdout, "locktui %s", args[0])
+			}
 		})
 	}
 }

@@ -45,6 +45,11 @@ func (s *session) newRoot(o *options) *cobra.Command {
 	root.SetErr(s.stderr)
 	o.globalFlags(root.PersistentFlags())
 	root.PersistentFlags().BoolP("help", "h", false, "show this help")
+	// --version as well as the version command, as gh and kubectl users expect either.
+	root.Version = "-"
+	root.SetVersionTemplate(s.versionText())
+	root.Flags().Bool("version", false, "print the version, as locktui version does")
+	_ = root.Flags().MarkHidden("version") // not a console flag; the version command is listed
 	o.consoleFlags(root.Flags())
 	root.SetFlagErrorFunc(s.flagError)
 	root.SetHelpFunc(func(c *cobra.Command, _ []string) { printHelp(c.OutOrStdout(), c) })

@@ -50,6 +50,12 @@ func runVersion(_ context.Context, s *session, _ *options, p parsedArgs) int {
 	if len(p.all()) > 0 {
 		return s.fail(usagef("version", "version takes no arguments, got %q", p.all()[0]))
 	}
+	fmt.Fprint(s.stdout, s.versionText())
+	return ExitOK
+}
+
+// versionText is what locktui version and locktui --version print.
+func (s *session) versionText() string {
 	read := s.app.BuildInfo
 	if read == nil {
 		read = debug.ReadBuildInfo
@@ -59,6 +65,5 @@ func runVersion(_ context.Context, s *session, _ *options, p parsedArgs) int {
 		info = nil
 	}
 	f := readBuild(info, s.app.Version)
-	fmt.Fprintf(s.stdout, "locktui %s\nrevision: %s\ntime:     %s\ngo:       %s\n", f.version, f.revision, f.time, f.goVer)
-	return ExitOK
+	return fmt.Sprintf("locktui %s\nrevision: %s\ntime:     %s\ngo:       %s\n", f.version, f.revision, f.time, f.goVer)
 }
