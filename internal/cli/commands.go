@@ -162,6 +162,13 @@ none, else {"key", "owner", "claim", "expire_at_ms", "reentered", "current", "fi
 		runGet, func(fs *pflag.FlagSet) {
 			fs.BoolVar(&o.json, "json", false, "print JSON instead of text")
 		}, true)
+	getKeys := get.ValidArgsFunction
+	get.ValidArgsFunction = func(c *cobra.Command, args []string, typed string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp // get takes one KEY
+		}
+		return getKeys(c, args, typed)
+	}
 
 	acquire := s.command(o, "acquire KEY... --owner OWNER [--expire D] [--wait D]",
 		"take locks that stay held after locktui exits",

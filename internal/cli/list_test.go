@@ -152,6 +152,7 @@ func TestCompletionOfKeysAndOwners(t *testing.T) {
 		return strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
 	}
 	require.Equal(t, []string{"cart:1", "cart:2", ":4"}, complete("get", "ca"))
+	require.Equal(t, []string{":4"}, complete("get", "a", "ca"), "get takes one key")
 	require.Equal(t, []string{"a", "cart:1", "cart:2", ":4"}, complete("release", "--force", ""))
 	require.Equal(t, []string{"worker 1", ":4"}, complete("release", "k", "--owner", "w"))
 	require.Equal(t, []string{":4"}, complete("list", ""), "list takes no keys")
