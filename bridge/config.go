@@ -166,6 +166,10 @@ type Config struct {
 	Client redis.UniversalClient
 	// Namespace is the lock key prefix; default provider.DefaultNamespace ("medusa_lock:").
 	Namespace string
+	// FairQueue serves the bridge's waiting requests first come, first served together with
+	// every other Provider that has it (provider.Options.FairQueue, docs/waiting.md). Off by
+	// default.
+	FairQueue bool
 	// Tokens are the accepted bearer tokens.
 	Tokens []Token
 	// Insecure accepts connections without an Authorization header, unrestricted; a request

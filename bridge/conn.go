@@ -98,6 +98,7 @@ type conn struct {
 
 	mu            sync.Mutex
 	inflight      map[string]*inflight // by idKey, until the reply is queued
+	order         keyOrder             // the connection's waiting requests, per key, in the order sent
 	running       int                  // requests admitted whose reply is not queued yet
 	leases        map[string]*leaseEntry
 	leasesPending int     // lease requests in flight, counted against MaxLeases

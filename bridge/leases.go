@@ -48,7 +48,9 @@ func leaseRenewals(keys []string, expire time.Duration) float64 {
 	return float64(len(unique)) / max(expire/3, minRenewInterval).Seconds()
 }
 
-func (c *conn) lease(ctx context.Context, req Request, renewals float64) (any, *Error) {
+// lease takes a lease; t is its turn among the connection's waits, and the wait for it counts
+// against the request's timeout.
+func (c *conn) lease(ctx context.Context, req Request, renewals float64, t *turn) (any, *Error) {
 	opts := provider.LeaseOptions{Timeout: req.Timeout, Expire: c.leaseExpire(req.Expire)}
 	if opts.Timeout == 0 {
 		opts.Timeout = defaultLeaseTimeout
@@ -59,7 +61,18 @@ func (c *conn) lease(ctx context.Context, req Request, renewals float64) (any, *
 	if c.token.OwnerPrefix != "" {
 		opts.Owner = c.token.OwnerPrefix + provider.NewExecuteOwner()
 	}
-	l, err := c.s.prov.AcquireLease(ctx, req.Keys, opts)
+	start := time.Now()
+	var l *provider.Lease
+	err := c.order.wait(ctx, t, opts.Timeout)
+	if err == nil {
+		if opts.Timeout -= time.Since(start); opts.Timeout <= 0 {
+			err = errTurnTimedOut
+		}
+	}
+	if err == nil {
+		opts.Queued = c.order.leaver(t)
+		l, err = c.s.prov.AcquireLease(ctx, req.Keys, opts)
+	}
 	c.mu.Lock()
 	c.leasesPending--
 	if err != nil {
@@ -69,7 +82,8 @@ func (c *conn) lease(ctx context.Context, req Request, renewals float64) (any, *
 		// A wait the client cancelled comes back as the cancellation cause rather than the
 		// provider's conflict: it is stock's timeout. A real timeout is already a conflict
 		// (ErrTimedOut); any other error, a dial timeout included, is Redis's.
-		if errors.Is(context.Cause(ctx), errCancelled) && !errors.Is(err, provider.ErrOutcomeUnknown) {
+		if (errors.Is(context.Cause(ctx), errCancelled) || errors.Is(err, errTurnTimedOut)) &&
+			!errors.Is(err, provider.ErrOutcomeUnknown) {
 			return nil, newError(CodeTimedOut, timedOutMessage)
 		}
 		return nil, mapError(ctx, err)

@@ -118,13 +118,3 @@ func (m *metrics) LockEvent(e provider.Event) {
 func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }
-
-// observers fans one provider event out to several observers.
-type observers []provider.Observer
-
-// LockEvent passes e to every observer.
-func (o observers) LockEvent(e provider.Event) {
-	for _, obs := range o {
-		obs.LockEvent(e)
-	}
-}

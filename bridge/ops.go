@@ -5,15 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/locktui/locktui/provider"
 )
 
-// timedOutMessage is stock execute's timeout message, also given to a lease whose wait the
-// client cancelled (the provider then returns the cancellation cause, not a ConflictError).
-const timedOutMessage = "Timed-out acquiring lock."
+// timedOutMessage is the answer to a lease whose wait the client cancelled: stock's timeout
+// (see docs/bridge-protocol.md, cancel), as the provider defines it.
+const timedOutMessage = provider.TimedOutMessage
 
 // handleFrame decodes and dispatches one text frame. It reports false when the connection has
 // used up its budget of invalid frames and must be closed.
@@ -96,8 +95,11 @@ func (c *conn) start(req Request) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	entry := &inflight{}
+	var t *turn
 	if isWait(req) {
 		entry.cancel = cancel
+		// Its place among this connection's waits, before the next frame is read.
+		t = c.order.enter(req.Keys)
 	}
 	c.inflight[key] = entry
 	if !immediate(req.Op) {
@@ -116,7 +118,10 @@ func (c *conn) start(req Request) {
 		defer c.requests.Done()
 		defer c.recoverInternal()
 		defer cancel(nil)
-		result, err := c.do(ctx, req, renewals)
+		if t != nil {
+			defer c.order.leave(t) // after the reply is queued, and also when the request panics
+		}
+		result, err := c.do(ctx, req, renewals, t)
 		c.mu.Lock()
 		delete(c.inflight, key) // before the reply: the client may reuse the id once answered
 		if req.Op == OpReleaseAll {
@@ -207,10 +212,10 @@ func (c *conn) cancelRequest(target []byte) bool {
 }
 
 // do runs one op.
-func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Error) {
+func (c *conn) do(ctx context.Context, req Request, renewals float64, t *turn) (any, *Error) {
 	switch req.Op {
 	case OpAcquire:
-		return c.acquire(ctx, req)
+		return c.acquire(ctx, req, t)
 	case OpRelease:
 		released, err := c.s.prov.Release(ctx, req.Keys, req.Owner)
 		return releasedResult{Released: released}, mapError(ctx, err)
@@ -221,7 +226,14 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Err
 		held, err := c.s.prov.Settle(ctx, req.Keys, req.Owner, req.Claim)
 		return settleResult{Held: held}, mapError(ctx, err)
 	case OpLease:
-		return c.lease(ctx, req, renewals)
+		result, err := c.lease(ctx, req, renewals, t)
+		if grant, ok := result.(leaseResult); ok {
+			// The client may find the lease lost by itself (its link dead): it then aborts the
+			// job with this message instead of composing stock's text.
+			grant.LostMessage = provider.LockLostMessage(req.Keys)
+			result = grant
+		}
+		return result, err
 	case OpLeaseRelease:
 		return c.leaseRelease(ctx, req.Lease)
 	case OpResume:
@@ -231,37 +243,27 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64) (any, *Err
 	}
 }
 
-func (c *conn) acquire(ctx context.Context, req Request) (any, *Error) {
+// acquire runs an acquire; t is its turn among the connection's waits (nil when it does not
+// wait).
+func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) {
 	if req.AwaitQueue && req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
+	if t != nil {
+		// A wait for the turn that ctx ends goes to the provider all the same: its answer to
+		// an ended wait (a ConflictError naming the key) is this request's.
+		_ = c.order.wait(ctx, t, 0)
+	}
 	err := c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
-		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
-	if err == nil {
-		return emptyResult{}, nil
+		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim,
+		Queued: c.order.leaver(t)})
+	if err != nil {
+		return nil, mapError(ctx, err)
 	}
-	if req.AwaitQueue && ctx.Err() != nil && isContextError(ctx, err) && !errors.Is(err, provider.ErrNotAcquired) &&
-		!errors.Is(err, provider.ErrOutcomeUnknown) && !errors.Is(context.Cause(ctx), errShuttingDown) {
-		// The wait ended while a Redis call was in flight, and the provider reported that call's
-		// context error instead of its conflict: answer as for any ended wait, naming the first
-		// key in the order the provider takes them. Any other error (a reply error such as
-		// WRONGTYPE) is reported as it is.
-		return nil, newError(CodeNotAcquired, notAcquiredMessage(slices.Min(req.Keys)))
-	}
-	return nil, mapError(ctx, err)
+	return emptyResult{}, nil
 }
-
-// isContextError reports whether err is a context's error or ctx's cause rather than an error
-// of Redis.
-func isContextError(ctx context.Context, err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, context.Cause(ctx))
-}
-
-// notAcquiredMessage is stock Medusa's message for a key that could not be acquired.
-func notAcquiredMessage(key string) string { return `Failed to acquire lock for key "` + key + `"` }
 
 // checkRequest enforces the token's owner and key prefixes on every op that names them.
 func (c *conn) checkRequest(req Request) *Error {
@@ -305,26 +307,33 @@ func (c *conn) checkOwner(owner string) *Error {
 	return nil
 }
 
-// mapError turns a provider error into an error reply: conflicts keep Medusa's message.
-func mapError(ctx context.Context, err error) *Error {
-	switch {
-	case err == nil:
+// errorCodes maps what a provider error matches (errors.Is, first match wins) to its code. A
+// wait that ends without its keys is a provider.ConflictError wrapping what ended it, so a wait
+// the drain cut short matches errShuttingDown, and ErrOutcomeUnknown comes before both: such a
+// request may have left keys behind.
+var errorCodes = []struct {
+	match error
+	code  Code
+}{
+	{provider.ErrOutcomeUnknown, CodeOutcomeUnknown},
+	{errShuttingDown, CodeShuttingDown},
+	{provider.ErrNotAcquired, CodeNotAcquired},
+	{provider.ErrTimedOut, CodeTimedOut},
+	{provider.ErrLockLost, CodeLockLost},
+	{provider.ErrInvalidArgument, CodeBadRequest},
+}
+
+// mapError turns a provider error into an error reply: its code from errorCodes (redis_error
+// when nothing matches), its message the provider's, verbatim (stock Medusa's for conflicts).
+// The provider's error says everything, including what ended a wait; ctx is not consulted.
+func mapError(_ context.Context, err error) *Error {
+	if err == nil {
 		return nil
-	case errors.Is(err, provider.ErrOutcomeUnknown):
-		return newError(CodeOutcomeUnknown, err.Error())
-	case errors.Is(context.Cause(ctx), errShuttingDown):
-		return newError(CodeShuttingDown, "the bridge is shutting down: the wait was ended and nothing was left behind")
-	case errors.Is(err, provider.ErrNotAcquired):
-		return newError(CodeNotAcquired, err.Error())
-	case errors.Is(err, provider.ErrTimedOut):
-		return newError(CodeTimedOut, err.Error())
-	case errors.Is(err, provider.ErrLockLost):
-		return newError(CodeLockLost, err.Error())
-	case errors.Is(err, provider.ErrInvalidArgument):
-		return newError(CodeBadRequest, err.Error())
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		return newError(CodeRedisError, "the request ended before Redis answered: "+err.Error())
-	default:
-		return newError(CodeRedisError, err.Error())
 	}
+	for _, e := range errorCodes {
+		if errors.Is(err, e.match) {
+			return newError(e.code, err.Error())
+		}
+	}
+	return newError(CodeRedisError, err.Error())
 }

@@ -81,6 +81,8 @@ func TestLeaseAndLeaseRelease(t *testing.T) {
 	lease, owner := res["lease"].(string), res["owner"].(string)
 	require.NotEmpty(t, lease)
 	require.Regexp(t, `^execute:[0-9a-f-]{36}$`, owner)
+	require.Equal(t, `Lost the lock for key(s) "k2", "k1" while the job was still running: the lease expired before it could be renewed. Increase "expire" if the job is expected to run this long.`,
+		res["lost_message"], "the grant carries stock's message for the loss of every key, in the order sent, once each")
 	require.Equal(t, owner, h.owner("k1"))
 	require.Equal(t, owner, h.owner("k2"))
 	require.Greater(t, h.rdb.TTL(context.Background(), namespace+"k1").Val(), 29*time.Second)

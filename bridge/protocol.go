@@ -145,6 +145,9 @@ type (
 		Lease   string `json:"lease"`
 		Owner   string `json:"owner"`
 		ValidMS int64  `json:"valid_ms"`
+		// LostMessage is the message of the lease's loss of every key (stock's "Lost the
+		// lock…", composed by the provider), for a client that finds the lease lost by itself.
+		LostMessage string `json:"lost_message,omitempty"`
 	}
 	cancelledResult struct {
 		Cancelled bool `json:"cancelled"`

@@ -82,11 +82,8 @@ func New(cfg Config) (*Server, error) {
 		perToken: map[string]int{},
 	}
 	s.ctx, s.hardStop = context.WithCancel(context.Background())
-	obs := observers{s.metrics}
-	if cfg.Observer != nil {
-		obs = append(obs, cfg.Observer)
-	}
-	s.prov = provider.New(cfg.Client, &provider.Options{Namespace: cfg.Namespace, Observer: obs, Logger: cfg.Logger})
+	s.prov = provider.New(cfg.Client, &provider.Options{Namespace: cfg.Namespace,
+		Observer: provider.MultiObserver(s.metrics, cfg.Observer), Logger: cfg.Logger, FairQueue: cfg.FairQueue})
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: handshakeTimeout,
 		Subprotocols:     []string{Subprotocol},

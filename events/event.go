@@ -26,7 +26,8 @@ const (
 // ErrMalformed is returned by Decode for a message that is not a valid lock event.
 var ErrMalformed = errors.New("events: malformed event")
 
-// Event is one lock event as it travels on the channel: provider.Event plus where it came from.
+// Event is the wire form of one lock event, a provider.Event (the project's one lock-event
+// type), as it travels on the channel: its fields in JSON, plus where it came from.
 type Event struct {
 	// V is the format version, Version.
 	V int `json:"v"`

@@ -249,17 +249,6 @@ func TestDecodeRoundTrip(t *testing.T) {
 	assert.True(t, errors.Is(err, events.ErrMalformed), "Decode({}) = %v, want ErrMalformed", err)
 }
 
-func TestTee(t *testing.T) {
-	var a, b []provider.EventKind
-	obs := events.Tee(nil,
-		provider.ObserverFunc(func(e provider.Event) { a = append(a, e.Kind) }),
-		provider.ObserverFunc(func(e provider.Event) { b = append(b, e.Kind) }))
-	obs.LockEvent(provider.Event{Kind: provider.EventLost})
-	assert.Equal(t, []provider.EventKind{provider.EventLost}, a)
-	assert.Equal(t, []provider.EventKind{provider.EventLost}, b)
-	assert.Nil(t, events.Tee(nil, nil))
-}
-
 func TestSubscriptionSurvivesAKilledConnection(t *testing.T) {
 	client := redistest.Start(t).Client(t)
 	sub := subscribe(t, client)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/internal/pubsub"
 )
 
 // Subscription tuning.
@@ -56,28 +58,9 @@ type Subscription struct {
 // ends or Close is called. Malformed messages are skipped and counted (Malformed).
 func Subscribe(ctx context.Context, client redis.UniversalClient, namespace string) (*Subscription, error) {
 	channel := ChannelFor(namespace)
-	confirmCtx, cancel := context.WithTimeout(ctx, subscribeTimeout)
-	defer cancel()
-	ps := client.Subscribe(confirmCtx, channel)
-	// go-redis cuts I/O at deadlines, not on cancellation: closing the PubSub is what ends a
-	// wait for the confirmation when ctx ends first.
-	interrupt := context.AfterFunc(ctx, func() { _ = ps.Close() })
-	msg, err := ps.ReceiveTimeout(confirmCtx, subscribeTimeout)
-	if !interrupt() {
-		err = fmt.Errorf("stopped while waiting for the confirmation: %w", context.Cause(ctx))
-	}
-	if err == nil {
-		if _, ok := msg.(*redis.Subscription); !ok {
-			err = fmt.Errorf("unexpected reply %T", msg)
-		}
-	}
+	ps, err := pubsub.Open(ctx, client, pubsub.Spec{Channels: []string{channel}}, subscribeTimeout)
 	if err != nil {
-		_ = ps.Close()
-		var ne net.Error
-		if (confirmCtx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) && ctx.Err() == nil {
-			err = fmt.Errorf("no confirmation from Redis within %s: %w", subscribeTimeout, err)
-		}
-		return nil, fmt.Errorf("events: subscribe to %q: %w", channel, err)
+		return nil, fmt.Errorf("events: %w", err)
 	}
 	s := &Subscription{
 		ps:      ps,

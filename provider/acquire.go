@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // AcquireOptions are the arguments of Acquire, with stock Medusa's meaning.
@@ -22,15 +24,19 @@ type AcquireOptions struct {
 	Expire time.Duration
 	// AwaitQueue waits (with jittered exponential backoff) until every key is free instead of
 	// failing at once. Stock Medusa waits forever; here the wait ends with ctx. A release of the
-	// key by this same Provider ends the backoff sleep at once (see Options.Waker). With an
+	// key by anyone that the Provider hears of ends the backoff sleep at once (see
+	// docs/waiting.md), and with Options.FairQueue the call waits its turn in the key's queue. With an
 	// Expire, the keys held while waiting for later ones are extended every Expire/3, and after
-	// any wait every key is confirmed to be the owner's (and extended to the full Expire) before
-	// Acquire returns: a key lost meanwhile is waited for again.
+	// such a wait every key is confirmed to be the owner's (and extended to the full Expire)
+	// before Acquire returns: a key lost meanwhile is waited for again. (A wait that holds no
+	// key has nothing to confirm: the attempt that ends it sets the full Expire.)
 	AwaitQueue bool
 	// Claim identifies this call in the holder record of every lock it takes; default a fresh
 	// NewClaim. A caller that may lose track of the call's outcome (a bridge whose client
 	// reconnects) passes its own and asks Settle afterwards. Each call needs a claim of its own.
 	Claim string
+	// Queued, with AwaitQueue, is called as LeaseOptions.Queued is.
+	Queued func()
 }
 
 // Acquire takes every key for opts.Owner. Without AwaitQueue it fails at once with a
@@ -55,7 +61,7 @@ func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptio
 	h := newHoldings(ownerOrDefault(opts.Owner), opts.Claim)
 	ttl := ttlSeconds(opts.Expire)
 	if opts.AwaitQueue {
-		_, err := p.acquireQueued(ctx, keys, h, ttl)
+		_, err := p.acquireQueued(ctx, keys, h, ttl, opts.Queued)
 		return err
 	}
 	return p.acquireOnce(ctx, keys, h, ttl)
@@ -65,7 +71,7 @@ func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptio
 func (p *Provider) acquireOnce(ctx context.Context, keys []string, h *holdings, ttl int64) error {
 	sorted := normalizeKeys(keys)
 	h.touch(sorted...)
-	res, errs, err := p.acquireBatch(ctx, sorted, h, ttl)
+	res, errs, err := p.acquireBatch(ctx, sorted, h, ttl, false)
 	h.unsent(sorted, err)
 	if err != nil {
 		return h.failed(p.putBack(ctx, h), fmt.Errorf("acquire %s: %w", quoteKeys(sorted), err))
@@ -75,7 +81,7 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, h *holdings, 
 		switch {
 		case errs[i] != nil:
 			failed[key] = fmt.Errorf("acquire %q: %w", key, errs[i])
-		case res[i] == acquireHeld:
+		case isHeld(res[i]):
 			failed[key] = notAcquired(key)
 		}
 	}
@@ -100,11 +106,31 @@ func (p *Provider) acquireOnce(ctx context.Context, keys []string, h *holdings, 
 	return nil // unreachable: every failed key is one of keys
 }
 
-// acquireBatch runs acquire.lua over keys in a single pipeline (see evalBatch). A resend by
+// Fair-queue modes of acquire.lua (ARGV[4]).
+const (
+	queueIgnore = ""      // stock's behaviour: the queue is not looked at
+	queueCheck  = "check" // take a free key only when nobody else queues for it
+	queueJoin   = "join"  // the same, and join the queue (or refresh the ticket) when held
+)
+
+// acquireBatch runs acquire.lua over keys in a single pipeline (see evalBatch). With
+// Options.FairQueue the call respects the keys' queues and, when join is set, joins the queue of
+// the first key with its claim as ticket if it cannot take it (see queue.go). A resend by
 // go-redis is harmless: its second run re-enters what the first took, under the same claim,
-// which a give-back undoes in turn.
-func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings, ttl int64) ([]int64, []error, error) {
-	return p.scriptBatch(ctx, acquireScript, keys, mayResend, h.owner, ttl, h.claim)
+// which a give-back undoes in turn (a ticket is refreshed, not added twice).
+func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings, ttl int64, join bool) ([]int64, []error, error) {
+	ticketTTL := p.opts.QueueTicketTTL.Milliseconds()
+	return evalBatch(ctx, p, acquireScript, keys, mayResend, func(i int) []any {
+		mode := queueIgnore
+		switch {
+		case !p.opts.FairQueue:
+		case join && i == 0:
+			mode = queueJoin
+		default:
+			mode = queueCheck
+		}
+		return []any{h.owner, ttl, h.claim, mode, ticketTTL}
+	}, (*redis.Cmd).Int64)
 }
 
 // holdings is what an acquisition must undo if it fails: every key it sent acquire.lua for,

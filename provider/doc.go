@@ -45,17 +45,24 @@
 // type counts as lost instead of being retried forever; Execute logs a failed final release
 // instead of returning it (the job did run), and gives its keys back also when the job panics.
 //
-// In-process wake-ups (opt-in, Options.WakeLocalWaiters): a call waiting for a held key (Acquire
-// with AwaitQueue, AcquireLease, Execute) polls with jittered exponential backoff, as stock does;
-// with wake-ups on, when the same Provider
-// deletes that key (Release, Lease.Release, Execute's release, ForceRelease, ForceReleaseAny,
-// ReleaseAll, the give-back of a failed acquisition; only when the delete really happened) every
-// call of that Provider waiting on the key is woken at once and retries immediately. This helps
-// most where one Provider serves many clients, as the bridge does. Keys released by other
-// processes or other Providers are still found by polling (or by Options.Waker). A wake-up
-// starts no goroutine and does not shorten later backoff sleeps. It is off by default: woken
-// waiters win almost every hand-off against other processes, which only poll, so a stock
-// Medusa process contending for the same hot key could be starved.
+// Wake-ups (docs/waiting.md): a call waiting for a held key (Acquire with AwaitQueue,
+// AcquireLease, Execute) polls with jittered exponential backoff, as stock does, and retries at
+// once when the key is freed by anyone: the scripts that free a lock (release, give-back,
+// ReleaseAll's unlink, force-release) PUBLISH it on FreeChannel(namespace) from the same script,
+// and, on a server with keyspace notifications (notify-keyspace-events with K, g and x), stock
+// Medusa's deletes and every expiry are heard too. A Provider listens on one pub/sub
+// connection, opened while any of its calls waits and closed when none does, and wakes one of
+// its waiters per freed key. Until Redis confirmed that subscription, while it is down, and for
+// any message lost, waiting is stock's backoff, unchanged. On a Cluster the PUBLISH reaches
+// every node; keyspace notifications are not used there.
+//
+// Fair queue (opt-in, Options.FairQueue): waiters of every Provider with it are served first
+// come, first served on each key, through a queue of tickets beside the lock
+// ("locktui:{<redis key>}:queue" and ":tickets", outside the namespace, in the lock's slot,
+// expiring with their last ticket). A dead waiter holds the queue up for at most
+// QueueTicketTTL plus a third of it. Stock processes do not queue and are never blocked by the
+// queue. It is off by default because it costs throughput under contention (every hand-off goes
+// to the head, one pub/sub push and one round trip later).
 //
 // Every call takes a context and honours its cancellation; a Provider is safe for concurrent use
 // and holds no global state.

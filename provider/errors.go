@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,22 +30,36 @@ var (
 )
 
 // ConflictError is a lock conflict with the message stock Medusa gives for it (a MedusaError of
-// type "conflict" on the Node side). errors.Is matches it against its sentinel.
+// type "conflict" on the Node side). errors.Is matches it against its sentinel and its cause.
+//
+// Every wait that ends without its keys (Acquire with AwaitQueue, AcquireLease, Execute) returns
+// one, however it ends:
+//   - the call's own timeout (AcquireLease, Execute): Kind ErrTimedOut, TimedOutMessage, Keys
+//     all of the call's keys, sorted; it also matches context.DeadlineExceeded;
+//   - ctx ended first (cancelled, its deadline, a cause of the caller's such as a shutdown):
+//     Kind ErrNotAcquired, naming the key the call was trying; it also matches ctx's cause.
+//
+// When the call then cannot give back what it took, the error wraps that conflict (first in its
+// chain, so errors.As finds it) and also matches ErrOutcomeUnknown, naming the keys that may
+// still be held. An Acquire that does not wait fails with ErrNotAcquired on a held key; a Redis
+// error (ctx ending during a call that does not wait included) is returned wrapped with the
+// keys, never as a conflict.
 type ConflictError struct {
 	// Kind is ErrNotAcquired, ErrTimedOut or ErrLockLost.
 	Kind error
 	// Keys are the keys (without namespace) the conflict is about.
 	Keys []string
 	msg  string
-	// cause is what ended a wait (a context error), so errors.Is also matches it.
+	// cause is what ended a wait or a lease (a context's cause, a renewal's error), so errors.Is
+	// also matches it.
 	cause error
 }
 
 // Error returns the stock Medusa message, byte for byte.
 func (e *ConflictError) Error() string { return e.msg }
 
-// Unwrap lets errors.Is match the sentinel and, for a wait that was cut short, its cause (for
-// example context.Canceled).
+// Unwrap lets errors.Is match the sentinel and, for a wait that was cut short or a lease that
+// was lost, its cause (for example context.Canceled).
 func (e *ConflictError) Unwrap() []error {
 	if e.cause == nil {
 		return []error{e.Kind}
@@ -55,19 +70,47 @@ func (e *ConflictError) Unwrap() []error {
 // Type is Medusa's error type for every conflict: "conflict".
 func (e *ConflictError) Type() string { return "conflict" }
 
+// TimedOutMessage is stock Medusa's message for an execute that did not get its keys in time.
+const TimedOutMessage = "Timed-out acquiring lock."
+
+// LockLostMessage is stock Medusa's message for a lease that lost keys (without namespace,
+// named in the order given, once each): `Lost the lock for key(s) "a", "b" while the job was
+// still running: …`. A lease's own loss carries it (Lease.Err); a holder that declares a lease
+// lost by itself (a bridge client whose connection died) is given it in advance, so the message
+// is composed here only.
+func LockLostMessage(keys []string) string {
+	return "Lost the lock for key(s) " + quoteKeys(uniqueInOrder(keys)) +
+		` while the job was still running: the lease expired before it could be renewed. Increase "expire" if the job is expected to run this long.`
+}
+
+// notAcquired is stock's conflict for a key held by someone else.
 func notAcquired(key string) *ConflictError {
 	return &ConflictError{Kind: ErrNotAcquired, Keys: []string{key},
 		msg: "Failed to acquire lock for key \"" + key + "\""}
 }
 
+// timedOut is stock's conflict for a wait that outlived its own timeout (keys: all the call's).
 func timedOut(keys []string) *ConflictError {
-	return &ConflictError{Kind: ErrTimedOut, Keys: keys, msg: "Timed-out acquiring lock."}
+	return &ConflictError{Kind: ErrTimedOut, Keys: keys, msg: TimedOutMessage, cause: context.DeadlineExceeded}
 }
 
-func lockLost(keys []string) *ConflictError {
-	return &ConflictError{Kind: ErrLockLost, Keys: keys, msg: fmt.Sprintf(
-		"Lost the lock for key(s) %s while the job was still running: the lease expired before it could be renewed. Increase \"expire\" if the job is expected to run this long.",
-		quoteKeys(keys))}
+// lockLost is stock's conflict for a lease that lost keys, with cause (nil when unknown).
+func lockLost(keys []string, cause error) *ConflictError {
+	return &ConflictError{Kind: ErrLockLost, Keys: keys, msg: LockLostMessage(keys), cause: cause}
+}
+
+// endedBy is the error of a wait that ended with err, where timeout is the cause its context
+// got at the wait's own timeout. When err comes from that timeout (the conflict of the wait cut
+// short by it, or timeout itself), the error is timeout; when err says more (a give-back that
+// failed), timeout comes first and err follows. Any other err is returned as it is.
+func endedBy(err error, timeout *ConflictError) error {
+	if !errors.Is(err, timeout) {
+		return err
+	}
+	if _, bare := err.(*ConflictError); bare {
+		return timeout
+	}
+	return fmt.Errorf("%w; %w", timeout, err)
 }
 
 // quoteKeys renders keys as stock does: "a", "b".

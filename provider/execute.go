@@ -16,7 +16,8 @@ type ExecuteOptions struct {
 
 // Execute runs job while holding every key under a fresh "execute:<uuid>" owner, as stock
 // execute does: it waits up to opts.Timeout (else a *ConflictError matching ErrTimedOut, with
-// every key it took given back), renews the lease while job runs, and always releases under its
+// every key it took given back; ctx ending first gives one matching ErrNotAcquired and ctx's
+// cause, see ConflictError), renews the lease while job runs, and always releases under its
 // own owner, also when job panics. If the lease is lost, job's context is cancelled with the loss
 // as its cause and, unless job returns an error of its own, Execute returns the loss (matching
 // ErrLockLost). The job's own error is returned unchanged. A failure to release after the job is

@@ -18,3 +18,20 @@ func EpochKnown(p *Provider) bool {
 	defer p.epochs.mu.Unlock()
 	return p.epochs.ids != nil
 }
+
+// WakeupsLive reports whether p's wake-up listener runs with a confirmed subscription. For
+// tests only.
+func WakeupsLive(p *Provider) bool { return p.listen.live.Load() }
+
+// Listening reports whether p's wake-up listener runs at all. For tests only.
+func Listening(p *Provider) bool {
+	p.listen.mu.Lock()
+	defer p.listen.mu.Unlock()
+	return p.listen.users > 0
+}
+
+// ScriptPrelude is what the provider puts in front of lib.lua in every script.
+var ScriptPrelude = shareConstants
+
+// ShareKey is the key of the share record of lock key rk (share.go). For tests only.
+var ShareKey = shareKey

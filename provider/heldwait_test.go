@@ -153,3 +153,22 @@ func TestUncontendedLeaseIsOneRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 }
+
+// A call that waited for its only key has nothing to confirm: the attempt that took the key
+// set its full TTL, so no extend follows (one round trip less per contended hand-off).
+func TestWaitHoldingNothingIsNotConfirmed(t *testing.T) {
+	obs, waits := waitingOn()
+	e := newEnv(t, &provider.Options{Observer: obs, MaximumRetryInterval: 20 * time.Millisecond})
+	rec := record(e)
+	e.set("k", "holder", 0)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "me", Expire: 10 * time.Second, AwaitQueue: true})
+	}()
+	awaitWaitingOn(t, waits, "k")
+	require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err())
+	require.NoError(t, <-done)
+	e.requireOwner("k", "me")
+	require.Equal(t, int64(10), e.ttl("k"), "the taking attempt set the full TTL")
+	require.Empty(t, rec.of("extend"), "nothing was held during the wait: nothing to confirm")
+}

@@ -144,8 +144,8 @@ func (e *env) set(k, owner string, ttl time.Duration) {
 	require.NoError(e.t, e.rdb.Set(context.Background(), e.key(k), owner, ttl).Err())
 }
 
-// scriptNames maps the SHA1 of each Lua script, as the provider loads it (scripts/lib.lua in
-// front), to its file's base name.
+// scriptNames maps the SHA1 of each Lua script, as the provider loads it (the prelude and
+// scripts/lib.lua in front), to its file's base name.
 var scriptNames = func() map[string]string {
 	names := map[string]string{}
 	lib, err := os.ReadFile("scripts/lib.lua")
@@ -157,7 +157,7 @@ var scriptNames = func() map[string]string {
 		if err != nil {
 			panic(err)
 		}
-		sum := sha1.Sum(append(append([]byte{}, lib...), src...))
+		sum := sha1.Sum(append(append([]byte(provider.ScriptPrelude), lib...), src...))
 		names[hex.EncodeToString(sum[:])] = name
 	}
 	return names

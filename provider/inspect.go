@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -26,30 +30,101 @@ type Lock struct {
 	Foreign bool
 }
 
-// Scan walks every lock under the namespace with SCAN and calls fn with each batch, read with one
-// pipeline of GET and PTTL per batch. A key of another type is reported as Foreign instead of
-// failing the walk; a key that vanished between SCAN and the reads is left out. fn is never
-// called concurrently (the masters of a Cluster are scanned in parallel); an error from fn ends
-// the walk and is returned as is.
+// ScanCount is the COUNT hint of every SCAN the provider sends: the size of a batch. SCAN walks
+// the whole database (MATCH filters after the walk), so each SCAN examines about ScanCount keys
+// of it, whatever the namespace holds.
+const ScanCount = 100
+
+// ScanOptions tune ScanWith. The zero value walks as fast as Redis answers.
+type ScanOptions struct {
+	// Pace is called before each round trip with what it is about to send: scans SCANs (each
+	// examining about ScanCount keys of the database) and reads GETs and PTTLs. It may wait (a
+	// budget: the console's) and its error ends the walk. On a Cluster it is called
+	// concurrently for the masters. nil: no pacing.
+	Pace func(ctx context.Context, scans, reads int) error
+}
+
+// Scan walks every lock under the namespace and calls fn with each batch (see ScanWith).
 func (p *Provider) Scan(ctx context.Context, fn func([]Lock) error) error {
-	return p.scanKeys(ctx, func(ctx context.Context, keys []string) error {
-		locks, err := p.readLocks(ctx, keys)
-		if err != nil {
+	return p.ScanWith(ctx, ScanOptions{}, fn)
+}
+
+// ScanWith walks every lock under the namespace with SCAN … MATCH <namespace>* and calls fn with
+// each batch, read with one pipeline of GET and PTTL per batch; the SCAN for the next batch
+// rides in that pipeline, so a walk takes one round trip per batch plus one. A key of another
+// type is reported as Foreign instead of failing the walk; a key that vanished between SCAN and
+// the reads is left out. fn is never called concurrently (the masters of a Cluster are scanned
+// in parallel); an error from fn or from opts.Pace ends the walk and is returned as is.
+func (p *Provider) ScanWith(ctx context.Context, opts ScanOptions, fn func([]Lock) error) error {
+	pace := opts.Pace
+	if pace == nil {
+		pace = func(context.Context, int, int) error { return nil }
+	}
+	match := LiteralPattern(p.opts.Namespace) + "*"
+	var mu sync.Mutex // serializes fn across the masters of a Cluster
+	scanNode := func(ctx context.Context, node redis.Cmdable) error {
+		if err := pace(ctx, 1, 0); err != nil {
 			return err
 		}
-		if len(locks) == 0 {
-			return nil
+		redisKeys, cursor, err := node.Scan(ctx, 0, match, ScanCount).Result()
+		if err != nil {
+			return fmt.Errorf("scan %q: %w", match, err)
 		}
-		return fn(locks)
-	})
+		for len(redisKeys) > 0 || cursor != 0 {
+			more := 0
+			if cursor != 0 {
+				more = 1 // the SCAN for the next batch
+			}
+			if err := pace(ctx, more, 2*len(redisKeys)); err != nil {
+				return err
+			}
+			pipe := node.Pipeline()
+			parse := p.queueReads(ctx, pipe, trimNamespace(redisKeys, p.opts.Namespace))
+			var next *redis.ScanCmd
+			if cursor != 0 {
+				next = pipe.Scan(ctx, cursor, match, ScanCount)
+			}
+			_, _ = pipe.Exec(ctx)
+			found, _, err := parse()
+			if err != nil {
+				return err
+			}
+			if len(found) > 0 {
+				mu.Lock()
+				err = fn(found)
+				mu.Unlock()
+				if err != nil {
+					return err
+				}
+			}
+			if next == nil {
+				return nil
+			}
+			if redisKeys, cursor, err = next.Result(); err != nil {
+				return fmt.Errorf("scan %q: %w", match, err)
+			}
+		}
+		return nil
+	}
+	if cluster, ok := p.client.(*redis.ClusterClient); ok {
+		return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			return scanNode(ctx, node)
+		})
+	}
+	return scanNode(ctx, p.client)
 }
 
 // List returns every lock under the namespace (see Scan). Keys may repeat when the keyspace is
 // rehashed during the walk; List drops the repeats.
 func (p *Provider) List(ctx context.Context) ([]Lock, error) {
+	return p.ListWith(ctx, ScanOptions{})
+}
+
+// ListWith is List paced by opts (see ScanWith).
+func (p *Provider) ListWith(ctx context.Context, opts ScanOptions) ([]Lock, error) {
 	var out []Lock
 	seen := map[string]bool{}
-	err := p.Scan(ctx, func(batch []Lock) error {
+	err := p.ScanWith(ctx, opts, func(batch []Lock) error {
 		for _, l := range batch {
 			if !seen[l.Key] {
 				seen[l.Key] = true
@@ -66,50 +141,75 @@ func (p *Provider) List(ctx context.Context) ([]Lock, error) {
 
 // Get reads one lock; ok is false when the key does not exist.
 func (p *Provider) Get(ctx context.Context, key string) (lock Lock, ok bool, err error) {
-	locks, err := p.readLocks(ctx, []string{key})
-	if err != nil || len(locks) == 0 {
+	found, _, err := p.Read(ctx, []string{key})
+	if err != nil || len(found) == 0 {
 		return Lock{}, false, err
 	}
-	return locks[0], true, nil
+	return found[0], true, nil
 }
 
-// readLocks reads owner and TTL of keys in one pipeline.
-func (p *Provider) readLocks(ctx context.Context, keys []string) ([]Lock, error) {
+// Read reads keys (without namespace) with one pipeline of GET and PTTL: the locks found, and
+// the keys that do not exist. A key of another type is a Foreign lock.
+func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absent []string, err error) {
+	if len(keys) == 0 {
+		return nil, nil, nil
+	}
 	pipe := p.client.Pipeline()
+	parse := p.queueReads(ctx, pipe, keys)
+	_, _ = pipe.Exec(ctx)
+	return parse()
+}
+
+// queueReads queues a GET and a PTTL per key on pipe and returns the function that parses them
+// after Exec: a key of another type is Foreign, a key that vanished between the reads is absent.
+func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []string) func() ([]Lock, []string, error) {
 	gets := make([]*redis.StringCmd, len(keys))
 	ttls := make([]*redis.DurationCmd, len(keys))
 	for i, key := range keys {
 		gets[i] = pipe.Get(ctx, p.RedisKey(key))
 		ttls[i] = pipe.PTTL(ctx, p.RedisKey(key))
 	}
-	_, _ = pipe.Exec(ctx)
-	out := make([]Lock, 0, len(keys))
-	for i, key := range keys {
-		owner, err := gets[i].Result()
-		lock := Lock{Key: key, RedisKey: p.RedisKey(key), Owner: owner}
-		switch {
-		case errors.Is(err, redis.Nil):
-			continue // released between SCAN and GET
-		case err != nil && redis.HasErrorPrefix(err, "WRONGTYPE"):
-			lock.Owner, lock.Foreign = "", true
-		case err != nil:
-			return nil, fmt.Errorf("read %q: %w", key, err)
+	return func() (found []Lock, absent []string, _ error) {
+		found = make([]Lock, 0, len(keys))
+		for i, key := range keys {
+			owner, err := gets[i].Result()
+			l := Lock{Key: key, RedisKey: p.RedisKey(key), Owner: owner}
+			switch {
+			case errors.Is(err, redis.Nil):
+				absent = append(absent, key) // released between SCAN and GET
+				continue
+			case err != nil && redis.HasErrorPrefix(err, "WRONGTYPE"):
+				l.Owner, l.Foreign = "", true
+			case err != nil:
+				return nil, nil, fmt.Errorf("read %q: %w", key, err)
+			}
+			ttl, err := ttls[i].Result()
+			if err != nil {
+				return nil, nil, fmt.Errorf("read the TTL of %q: %w", key, err)
+			}
+			switch {
+			// go-redis returns PTTL's -2 and -1 unscaled (some versions scaled to ms).
+			case ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond:
+				absent = append(absent, key) // expired between GET and PTTL
+				continue
+			case ttl < 0:
+				l.TTL = NoExpiry
+			default:
+				l.TTL = ttl
+			}
+			found = append(found, l)
 		}
-		ttl, err := ttls[i].Result()
-		if err != nil {
-			return nil, fmt.Errorf("read TTL of %q: %w", key, err)
-		}
-		switch {
-		case ttl == -2: // go-redis returns PTTL's -2 and -1 unscaled
-			continue // expired between GET and PTTL
-		case ttl < 0:
-			lock.TTL = NoExpiry
-		default:
-			lock.TTL = ttl
-		}
-		out = append(out, lock)
+		return found, absent, nil
 	}
-	return out, nil
+}
+
+// trimNamespace returns redisKeys without the namespace ns.
+func trimNamespace(redisKeys []string, ns string) []string {
+	keys := make([]string, len(redisKeys))
+	for i, rk := range redisKeys {
+		keys[i] = strings.TrimPrefix(rk, ns)
+	}
+	return keys
 }
 
 // ForceRelease deletes key only if owner still holds it: the owner the operator saw. It returns
@@ -145,4 +245,15 @@ func (p *Provider) ForceReleaseAny(ctx context.Context, key string) (owner strin
 		}
 	}
 	return "", false, fmt.Errorf("force-release %q: the owner kept changing; try again", key)
+}
+
+// Printable shows a key or an owner id as is when it is plain, and quoted in Go syntax (control
+// characters escaped) when it is empty or holds spaces or characters that do not print, so the
+// empty owner, a blank one and one carrying terminal escapes are seen for what they are. The
+// console and the CLI show every key and owner through it.
+func Printable(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
 }

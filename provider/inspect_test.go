@@ -134,3 +134,47 @@ func TestForceReleaseAnyReturnsTheOwner(t *testing.T) {
 	require.False(t, ok, "a key that is not a lock is not deleted")
 	require.Equal(t, int64(1), e.rdb.Exists(c, e.key("h")).Val())
 }
+
+func TestScanWithPacesEveryRoundTrip(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	const n = 250
+	for i := range n {
+		e.set(fmt.Sprintf("k%03d", i), "o", 0)
+	}
+	var scans, reads, trips int
+	got := 0
+	err := e.p.ScanWith(c, provider.ScanOptions{Pace: func(_ context.Context, s, r int) error {
+		scans, reads, trips = scans+s, reads+r, trips+1
+		return nil
+	}}, func(batch []provider.Lock) error {
+		got += len(batch)
+		return nil
+	})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, got, n)
+	require.Equal(t, 2*got, reads, "a GET and a PTTL per key read, each told to Pace")
+	require.Equal(t, scans+1, trips, "each SCAN after the first rides with the reads of the batch before")
+
+	stop := errors.New("over budget")
+	err = e.p.ScanWith(c, provider.ScanOptions{Pace: func(context.Context, int, int) error { return stop }},
+		func([]provider.Lock) error { t.Fatal("nothing is read once Pace refused"); return nil })
+	require.ErrorIs(t, err, stop)
+}
+
+func TestReadReportsFoundAndAbsent(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("here", "o", time.Minute)
+	found, absent, err := e.p.Read(c, []string{"here", "missing"})
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	require.Equal(t, "here", found[0].Key)
+	require.Equal(t, []string{"missing"}, absent)
+}
+
+func TestPrintableQuotesWhatDoesNotPrint(t *testing.T) {
+	for in, want := range map[string]string{"worker-1": "worker-1", "": `""`, "a b": `"a b"`, "x\x1b[2J": `"x\x1b[2J"`} {
+		require.Equal(t, want, provider.Printable(in), "Printable(%q)", in)
+	}
+}

@@ -20,6 +20,12 @@ type LeaseOptions struct {
 	// Expire is the lease, renewed every max(Expire/3, 250 ms) while held; default 60 s,
 	// rounded up to whole seconds.
 	Expire time.Duration
+	// Queued, when set, is called once, as soon as Redis has answered the call's first attempt
+	// (the call then holds the keys or waits for them in its turn); it is not called when the
+	// call ends before that. A caller that must keep the order of its calls on the same keys
+	// (the bridge keeps each connection's) starts the next call then: the calls wait in the
+	// order they first tried. It must not block.
+	Queued func()
 }
 
 // Lease is a set of keys held under one owner and renewed in the background until Release, or
@@ -66,9 +72,10 @@ const renewRetryMin = 100 * time.Millisecond
 
 // AcquireLease waits up to opts.Timeout for every key and returns a renewed lease. When the
 // timeout passes first it returns a *ConflictError matching ErrTimedOut ("Timed-out acquiring
-// lock.") after giving back every key it took; when ctx ends first it returns ctx's cause wrapped
-// with the keys (errors.Is(err, context.Canceled) holds). The lease does not end with ctx: call
-// Release.
+// lock.") and context.DeadlineExceeded after giving back every key it took; when ctx ends first
+// it returns a *ConflictError matching ErrNotAcquired and ctx's cause (errors.Is(err,
+// context.Canceled) holds), as a queued Acquire does (see ConflictError). The lease does not end
+// with ctx: call Release.
 //
 // Keys are taken in sorted order; while it waits for one, the call holds the keys before it and
 // extends them every Expire/3. After any wait, every key is confirmed to be the lease's and
@@ -104,15 +111,9 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	timeoutErr := timedOut(sorted)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
 	defer cancel()
-	h, confirmed, err := p.acquireInTime(waitCtx, sorted, owner, ttl)
+	h, confirmed, err := p.acquireInTime(waitCtx, sorted, owner, ttl, opts.Queued)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("acquire lock for key(s) %s: %w", quoteKeys(sorted), context.Cause(ctx))
-		}
-		if errors.Is(err, timeoutErr) {
-			return nil, timedOut(sorted)
-		}
-		return nil, err
+		return nil, endedBy(err, timeoutErr)
 	}
 	l := &Lease{
 		p:        p,
@@ -144,10 +145,12 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 // time its deadline counts from. A grant whose reply came back after that deadline (a slow
 // link) is given back, claim-checked, and the keys are tried again under a new claim until ctx
 // ends: the holder must never start believing when Redis may already have expired a key.
-func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64) (*holdings, time.Time, error) {
+// queued is LeaseOptions.Queued.
+func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func()) (*holdings, time.Time, error) {
 	for {
 		h := newHoldings(owner, "")
-		confirmed, err := p.acquireQueued(ctx, keys, h, ttl)
+		confirmed, err := p.acquireQueued(ctx, keys, h, ttl, queued)
+		queued = nil // called by the first try
 		if err != nil {
 			return nil, time.Time{}, err
 		}
@@ -160,7 +163,9 @@ func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner strin
 			return nil, time.Time{}, h.failed(err, fmt.Errorf("acquire lock for key(s) %s: granted too late", quoteKeys(keys)))
 		}
 		if ctx.Err() != nil {
-			return nil, time.Time{}, context.Cause(ctx)
+			ce := notAcquired(keys[0]) // the grant was given back: the wait starts again at the first key
+			ce.cause = context.Cause(ctx)
+			return nil, time.Time{}, ce
 		}
 	}
 }
@@ -222,8 +227,7 @@ func (l *Lease) failed(err error) {
 // lose ends the lease as lost on keys (in the caller's order), with cause, when known, as the
 // reason (the last renewal error). Only the first end counts, a Release included.
 func (l *Lease) lose(keys []string, cause error) {
-	lostErr := lockLost(keys)
-	lostErr.cause = cause
+	lostErr := lockLost(keys, cause)
 	l.mu.Lock()
 	first := l.ctx.Err() == nil
 	l.cancel(lostErr)

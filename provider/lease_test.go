@@ -276,7 +276,7 @@ func TestU9LateAcquisitionIsGivenBack(t *testing.T) {
 			givebacks := rec.of("giveback")
 			require.Len(t, givebacks, 1)
 			require.Equal(t, rec.of("acquire")[0].Args[:1], givebacks[0].Args[:1], "given back under the call's own owner")
-			require.Equal(t, rec.of("acquire")[0].Args[2:], givebacks[0].Args[1:], "and its own claim")
+			require.Equal(t, rec.of("acquire")[0].Args[2], givebacks[0].Args[1], "and its own claim")
 		})
 	}
 }

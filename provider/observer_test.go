@@ -135,7 +135,7 @@ func TestPanickingObserverDoesNotLoseLocks(t *testing.T) {
 // released by the previous one.
 func TestObserverSeesTheReleaseBeforeTheWokenAcquisition(t *testing.T) {
 	obs := &events{}
-	e := newEnv(t, &provider.Options{Observer: obs, WakeLocalWaiters: true,
+	e := newEnv(t, &provider.Options{Observer: obs,
 		DefaultRetryInterval: time.Minute, MaximumRetryInterval: time.Minute})
 	for round := range 20 {
 		require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
@@ -163,4 +163,20 @@ func TestObserverSeesTheReleaseBeforeTheWokenAcquisition(t *testing.T) {
 		want = append(want, "acquired:holder", "released:holder", "acquired:waiter", "released:waiter")
 	}
 	require.Equal(t, want, order)
+}
+
+func TestMultiObserverPassesEveryEventToEachInOrder(t *testing.T) {
+	var got []string
+	record := func(name string) provider.Observer {
+		return provider.ObserverFunc(func(e provider.Event) { got = append(got, name+":"+string(e.Kind)) })
+	}
+	obs := provider.MultiObserver(nil, record("a"), nil, record("b"))
+	obs.LockEvent(provider.Event{Kind: lost})
+	obs.LockEvent(provider.Event{Kind: renewed})
+	require.Equal(t, []string{"a:lost", "b:lost", "a:renewed", "b:renewed"}, got)
+
+	require.Nil(t, provider.MultiObserver(), "no observer")
+	require.Nil(t, provider.MultiObserver(nil, nil), "nil observers are skipped")
+	only := &events{}
+	require.Same(t, only, provider.MultiObserver(nil, only), "a single observer is returned as it is")
 }

@@ -24,6 +24,8 @@ const (
 	DefaultBackoffFactor = 2.0
 	// DefaultLeaseExpire is Execute's lease when none is given.
 	DefaultLeaseExpire = 60 * time.Second
+	// DefaultQueueTicketTTL is the life of an unrefreshed fair-queue ticket (QueueTicketTTL).
+	DefaultQueueTicketTTL = 2 * time.Second
 	// MinRenewInterval is the floor of the renewal interval, max(expire/3, 250 ms) as in stock.
 	MinRenewInterval = 250 * time.Millisecond
 )
@@ -44,23 +46,32 @@ type Options struct {
 	// BackoffFactor multiplies the wait after each failed attempt. Default 2. Each wait is
 	// jittered to 50–100 % of its value; the delay is shared by all keys of one call.
 	BackoffFactor float64
-	// Waker, when set, may end a wait between attempts early (for example on a release
-	// notification from another process). Without it the provider sleeps the backoff delay.
-	// Either way, a wait also ends at once when this Provider itself deletes the key (Release,
-	// Lease.Release, Execute's release, ForceRelease, ForceReleaseAny, ReleaseAll, or the
-	// give-back of a failed acquisition): the Waker's ctx is then cancelled and the waiter
-	// retries immediately. The backoff delay still grows after such a retry.
+	// Waker, when set, may end a wait between attempts early, in addition to the Provider's
+	// own wake-ups (see docs/waiting.md): whenever this project's scripts (in any process) free
+	// a key, or the server's keyspace notifications report it deleted or expired, the Waker's
+	// ctx is cancelled and the waiter retries immediately. Without a Waker the provider sleeps
+	// the backoff delay unless woken. The backoff delay still grows after such a retry.
 	Waker Waker
-	// WakeLocalWaiters, when true, ends the backoff wait of this Provider's own waiters the
-	// moment this Provider releases their key, instead of letting them sleep it out. It makes
-	// waiters of one Provider fair to each other (every client of one bridge, every goroutine of
-	// one service), but gives them priority over other processes, which only poll: under
-	// sustained contention a stock Medusa process on the same key can be starved until its
-	// execute times out. Off by default, because sharing locks fairly with Medusa is the point
-	// of this provider; turn it on where only this Provider contends for its keys.
+	// WakeLocalWaiters is ignored.
+	//
+	// Deprecated: every waiter is now woken when its key is freed, by this Provider or by any
+	// other process (see docs/waiting.md); FairQueue keeps those wake-ups fair.
 	WakeLocalWaiters bool
+	// FairQueue, when true, serves the waiting calls (Acquire with AwaitQueue, AcquireLease,
+	// Execute) of every Provider that has it on first come, first served on each key: a call
+	// that finds a key held takes a ticket in the key's queue and takes the key only at the
+	// queue's head, and a free key is taken by no call of ours (an Acquire without AwaitQueue
+	// included) while someone is ahead in its queue. Stock Medusa processes do not queue and
+	// are never blocked by the queue. Off by default (see docs/waiting.md for why).
+	FairQueue bool
+	// QueueTicketTTL is how long a waiter's ticket in a fair queue lives without being
+	// refreshed: the longest a dead waiter holds up the queue, plus one refresh interval of
+	// the waiter behind it (a third of this; live waiters refresh their ticket at least that
+	// often, even when their backoff is longer). Default 2 s.
+	QueueTicketTTL time.Duration
 	// Observer, when set, receives every lock event (waiting, acquired, released, gave up,
-	// renewed, lost). It is called synchronously and must not block.
+	// renewed, lost). It is called synchronously and must not block. MultiObserver combines
+	// several.
 	Observer Observer
 	// Logger receives warnings (failed renewals, failed clean-ups). Default slog.Default().
 	Logger *slog.Logger
@@ -69,9 +80,9 @@ type Options struct {
 // Waker ends a wait between two acquisition attempts early. Implementations return when the key
 // may have become free, when d has elapsed, or when ctx is done, whichever comes first.
 //
-// A Waker only needs to learn of releases made elsewhere (other processes, other Providers):
-// the ctx it gets is derived from the caller's and is also cancelled when the Provider that
-// waits deletes redisKey itself, so honouring ctx is enough to be woken by local releases.
+// A Waker only needs to learn of what the Provider's wake-ups miss: the ctx it gets is derived
+// from the caller's and is also cancelled when the Provider hears that redisKey was freed, so
+// honouring ctx is enough to be woken by those.
 type Waker interface {
 	Wait(ctx context.Context, redisKey string, d time.Duration)
 }
@@ -124,6 +135,35 @@ type ObserverFunc func(Event)
 // LockEvent calls f.
 func (f ObserverFunc) LockEvent(e Event) { f(e) }
 
+// MultiObserver returns an Observer that passes every event to each of observers, in order
+// (metrics, a publisher, a console's feed: one Provider has one Observer). Nil observers are
+// skipped; with none left it returns nil, which Options treats as no observer, and with one it
+// returns that one. Each observer must itself not block; one that panics keeps the event from
+// those after it (the Provider logs the panic and goes on).
+func MultiObserver(observers ...Observer) Observer {
+	var list multiObserver
+	for _, o := range observers {
+		if o != nil {
+			list = append(list, o)
+		}
+	}
+	switch len(list) {
+	case 0:
+		return nil
+	case 1:
+		return list[0]
+	}
+	return list
+}
+
+type multiObserver []Observer
+
+func (m multiObserver) LockEvent(e Event) {
+	for _, o := range m {
+		o.LockEvent(e)
+	}
+}
+
 func (o *Options) withDefaults() Options {
 	var out Options
 	if o != nil {
@@ -143,6 +183,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.BackoffFactor < 1 {
 		out.BackoffFactor = DefaultBackoffFactor
+	}
+	if out.QueueTicketTTL <= 0 {
+		out.QueueTicketTTL = DefaultQueueTicketTTL
 	}
 	if out.Waker == nil {
 		out.Waker = sleepWaker{}

@@ -11,14 +11,17 @@ import (
 )
 
 // Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
-// use; it owns no goroutine except the renewal of leases it hands out and, while it holds any,
-// one that watches for a restarted Redis server (see Lease). When it deletes a key, its
-// own calls waiting for that key retry at once instead of sleeping out their backoff.
+// use; it owns no goroutine except the renewal of leases it hands out, while it holds any one
+// that watches for a restarted Redis server (see Lease), and while any of its calls waits for a
+// held key one pub/sub connection that wakes them when the key is freed (see docs/waiting.md).
 type Provider struct {
-	client redis.UniversalClient
-	opts   Options
-	// wakeups are this Provider's calls waiting for a key, woken when it deletes the key.
+	client  redis.UniversalClient
+	opts    Options
+	channel string // FreeChannel(namespace)
+	// wakeups are this Provider's calls waiting for a key, woken when the key is freed.
 	wakeups wakeups
+	// listen is the one pub/sub connection that hears of keys freed by anyone.
+	listen listener
 	// epochs ends every lease when the Redis server restarts or fails over.
 	epochs epochs
 }
@@ -27,7 +30,9 @@ type Provider struct {
 // The caller keeps ownership of client and closes it.
 func New(client redis.UniversalClient, opts *Options) *Provider {
 	p := &Provider{client: client, opts: opts.withDefaults()}
+	p.channel = FreeChannel(p.opts.Namespace)
 	p.epochs.p = p
+	p.listen.p = p
 	return p
 }
 
@@ -80,19 +85,22 @@ func normalizeKeys(keys []string) []string {
 // deleteBatch runs a deleting script (release, unlink or giveback, owner-checked: 1 means it
 // deleted the lock) over keys with the arguments owner followed by extra, like scriptBatch. For
 // every key it really deleted it first tells the Observer (EventReleased, with held, unless
-// announce is false) and then wakes this Provider's waiters on the key, in that order, so
+// announce is false) and then wakes this Provider's waiters on the key that do not queue (the
+// script itself announced the free key on FreeChannel to everyone), in that order, so
 // observers never see a waiter's acquisition before the release that let it in.
 func (p *Provider) deleteBatch(ctx context.Context, s *script, keys []string, r resend, owner string, extra []any,
 	held time.Duration, announce bool) (results []int64, errs []error, err error) {
+	p.wakeups.hold(keys)
+	freed := make([]bool, len(keys))
+	defer func() { p.wakeups.unhold(keys, freed) }()
 	results, errs, err = p.scriptBatch(ctx, s, keys, r, append([]any{owner}, extra...)...)
 	for i, key := range keys {
 		if errs[i] == nil && results[i] == 1 {
+			freed[i] = true
 			if announce {
 				p.emit(EventReleased, key, owner, 0, held)
 			}
-			if p.opts.WakeLocalWaiters {
-				p.wakeups.wake(key)
-			}
+			p.wakeups.wake(key)
 		}
 	}
 	return results, errs, err

@@ -15,12 +15,23 @@ import (
 //
 // With a TTL, the held prefix could expire during a long wait and be taken by someone else, so
 // the queue extends it (owner-checked) a third of the TTL after it was last set or extended,
-// and, before it reports success after any wait, confirms and refreshes every key in one round
-// trip. A key found no longer its own sends the call back to waiting for that key (giving back
-// the keys after it). An acquisition that never waited stays one round trip.
+// and, before it reports success after a wait during which it held keys, confirms and refreshes
+// every key in one round trip. A key found no longer its own sends the call back to waiting for
+// that key (giving back the keys after it). An acquisition that never waited while holding a
+// key costs no round trip more than its attempts.
 //
 // Every attempt is preceded by a wake-up registration on the keys it tries (see wakeups), so a
-// wait on a key this Provider deletes ends at once, whether the Waker sleeps or listens.
+// wait on a key that is freed ends at once, whether the Waker sleeps or listens: a wait starts
+// the Provider's wake-up listener (listen.go) and ends its use of it.
+//
+// With Options.FairQueue, a call that finds the key it waits for held (or someone ahead in its
+// queue) joins the key's queue with its claim as ticket, and takes the key only at the queue's
+// head (acquire.lua). It queues on that one key only, the first it does not hold: the keys it
+// holds form a sorted prefix and it never holds a ticket on a key after the one it waits for,
+// so no cycle of waits can form (a holder of a later key never waits behind a ticket of ours
+// on an earlier one). Its ticket is refreshed by every attempt, at least every
+// QueueTicketTTL/3, and is given up with the key (giveback.lua) when the call moves back to an
+// earlier key or ends without the keys.
 type queue struct {
 	p       *Provider
 	ctx     context.Context // ends the wait: the error then matches its cause
@@ -30,22 +41,36 @@ type queue struct {
 	started time.Time
 	delay   time.Duration // the backoff delay, shared by all keys of the call
 	wake    *wakeup       // the registration of the current attempt
+	ticket  string        // the call's fair-queue ticket (its claim); "" without FairQueue
+	joined  string        // the key whose queue the last attempt joined, "" if none
+	listens bool          // the call uses the Provider's wake-up listener
+	leftFor time.Duration // the last attempt found the key free but left to others this long (share.go)
+	queued  func()        // called once Redis answered the first attempt; then nil
 
 	held      int       // keys[:held] are the call's
 	refreshed time.Time // when keys[:held] were last set or extended (when that was sent), at the oldest
-	waited    bool      // the call waited since its keys were last confirmed
+	waited    bool      // the call waited, holding keys, since they were last confirmed
 }
 
 // acquireQueued takes every key for the owner of h, waiting on each held key with backoff until
 // ctx is done. When ctx ends first, it puts back everything it took and the error is a
 // *ConflictError (ErrNotAcquired) that also matches ctx's cause. On success it returns when the
 // oldest of the keys' current lifetimes was requested: the send time of the attempt or
-// extension that set it, from which a lease's local deadline is counted.
-func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64) (time.Time, error) {
+// extension that set it, from which a lease's local deadline is counted. queued, when not nil,
+// is called once Redis answered the first attempt (see LeaseOptions.Queued).
+func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64, queued func()) (time.Time, error) {
 	q := &queue{p: p, ctx: ctx, keys: normalizeKeys(keys), ttl: ttl, h: h,
-		started: time.Now(), delay: p.opts.DefaultRetryInterval}
+		started: time.Now(), delay: p.opts.DefaultRetryInterval, queued: queued}
+	if p.opts.FairQueue {
+		q.ticket = h.claim
+	}
 	owner := h.owner
-	defer func() { q.wake.stop() }()
+	defer func() {
+		q.wake.stop()
+		if q.listens {
+			p.listen.unuse()
+		}
+	}()
 	// Take the keys; after a wait, confirm them (which may send the call back to waiting).
 	for q.held < len(q.keys) || (q.waited && q.ttl > 0) {
 		var err error
@@ -72,7 +97,7 @@ func (q *queue) next() error {
 	if err != nil {
 		return err
 	}
-	blocked := slices.Index(res, acquireHeld)
+	blocked := slices.IndexFunc(res, isHeld)
 	if blocked < 0 {
 		q.took(len(rest), sent)
 		return nil
@@ -84,7 +109,13 @@ func (q *queue) next() error {
 	if err := q.p.putBack(q.ctx, q.h.detach(q.keys[q.held+1:])); err != nil {
 		return q.fail(fmt.Errorf("acquire %s: %w", quoteKeys(q.keys[q.held+1:]), err))
 	}
-	q.waited = true
+	// Keys held during a wait may expire meanwhile and must be confirmed after it; a wait that
+	// holds nothing has nothing to confirm (the attempt that ends it sets the full TTL).
+	q.waited = q.waited || q.held > 0
+	if !q.listens {
+		q.listens = true
+		q.p.listen.use()
+	}
 	q.p.emit(EventWaiting, key, q.h.owner, 0, 0)
 	return q.waitFor(key)
 }
@@ -98,7 +129,21 @@ func (q *queue) waitFor(key string) error {
 		if d := q.untilRefresh(); d < sleep {
 			sleep = max(d, 0)
 		}
-		q.p.opts.Waker.Wait(q.wake.ctx, q.p.RedisKey(key), sleep)
+		if q.ticket != "" {
+			// Keep the ticket alive; and a key blocked behind the first one of a batch has no
+			// ticket yet (only the first joins): take one at once.
+			sleep = min(sleep, q.p.opts.QueueTicketTTL/3)
+			if q.joined != key {
+				sleep = 0
+			}
+		}
+		if q.leftFor > 0 {
+			// The key is free at the end of the others' turn: be there.
+			sleep = min(sleep, q.leftFor+time.Millisecond)
+		}
+		if sleep > 0 {
+			q.p.opts.Waker.Wait(q.wake.ctx, q.p.RedisKey(key), sleep)
+		}
 		q.wake.stop()
 		// The delay grows after a wake-up too, as after any failed attempt. A wake-up only
 		// says the key was free for an instant: when another caller wins the race, the key is
@@ -119,7 +164,7 @@ func (q *queue) waitFor(key string) error {
 		if err != nil {
 			return err
 		}
-		if res[0] != acquireHeld {
+		if !isHeld(res[0]) {
 			q.took(1, sent)
 			return nil
 		}
@@ -130,11 +175,23 @@ func (q *queue) waitFor(key string) error {
 // holdings. It also registers the wake-up for a wait that follows. A Redis error ends the call.
 func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.wake.stop()
-	q.wake = q.p.wakeups.register(q.ctx, batch)
+	q.wake = q.p.wakeups.register(q.ctx, batch, q.ticket, q.started)
 	q.h.touch(batch...)
 	sent := time.Now()
-	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl)
+	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)
 	q.h.unsent(batch, err)
+	if f := q.queued; f != nil && err == nil {
+		q.queued = nil
+		f()
+	}
+	q.joined = ""
+	if q.ticket != "" && errs[0] == nil && isHeld(res[0]) {
+		q.joined = batch[0]
+	}
+	q.leftFor = 0
+	if i := slices.IndexFunc(res, isHeld); i >= 0 && errs[i] == nil && res[i] < 0 {
+		q.leftFor = time.Duration(-res[i]) * time.Millisecond
+	}
 	for j, key := range batch {
 		if errs[j] == nil {
 			continue

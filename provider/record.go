@@ -75,7 +75,7 @@ func (p *Provider) HolderRecord(ctx context.Context, key string) (rec HolderReco
 			ms = lockAt.Milliseconds()
 		}
 		rec.Current = rec.Current && max(ms-recAt, recAt-ms) <= expiryTolerance
-	} else if err != nil && !isReplyError(err) {
+	} else if err != nil && !IsReplyError(err) {
 		return HolderRecord{}, false, fmt.Errorf("read the expiry of %q: %w", key, err)
 	}
 	return rec, true, nil

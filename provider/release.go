@@ -17,9 +17,6 @@ func unknownIfRan(err error) error {
 	return err
 }
 
-// scanCount is the COUNT hint of every SCAN, as stock Medusa's releaseAll uses.
-const scanCount = 100
-
 // Release deletes each key still held by owner ("" means "*"), owner-checked in Lua, and reports
 // whether every key was released, as stock does: a missing key or another owner's key gives
 // false, yet the matching keys are released. No keys gives true. A Redis error for one key (e.g.
@@ -86,15 +83,12 @@ func (p *Provider) scanKeys(ctx context.Context, fn func(ctx context.Context, ke
 	scanNode := func(ctx context.Context, node redis.Cmdable) error {
 		var cursor uint64
 		for {
-			redisKeys, next, err := node.Scan(ctx, cursor, match, scanCount).Result()
+			redisKeys, next, err := node.Scan(ctx, cursor, match, ScanCount).Result()
 			if err != nil {
 				return err
 			}
 			if len(redisKeys) > 0 {
-				keys := make([]string, len(redisKeys))
-				for i, rk := range redisKeys {
-					keys[i] = strings.TrimPrefix(rk, p.opts.Namespace)
-				}
+				keys := trimNamespace(redisKeys, p.opts.Namespace)
 				mu.Lock()
 				err := fn(ctx, keys)
 				mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -42,17 +43,21 @@ const (
 	acquireHeld      = 0 // someone else holds the key
 	acquireFresh     = 1 // the key was free and is now ours
 	acquireReentered = 2 // the owner already held it; the TTL was rewritten
+	// A negative status -n: the key is free, but left to processes that write no holder
+	// record for n more milliseconds (see share.go). It counts as held.
 )
 
 // script is one Lua script of scripts/, with lib.lua in front. Every script runs on one lock
-// key and its holder record (KEYS[1], KEYS[2]), so it is atomic and slot-safe on a Cluster.
+// key, its holder record, its wait queue, the queue's tickets and its share record (KEYS[1] to
+// KEYS[5], all in the lock's slot), so it is atomic and slot-safe on a Cluster. Its last argument is the
+// wake-up channel (FreeChannel), on which the scripts that free a lock announce it.
 type script struct {
 	src string
 	sha string
 }
 
 func newScript(body string) *script {
-	src := libSrc + body
+	src := shareConstants + libSrc + body
 	sum := sha1.Sum([]byte(src))
 	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
@@ -63,8 +68,23 @@ func (s *script) cmd(ctx context.Context, rk string, full bool, args []any) *red
 	if full {
 		name, body = "eval", s.src
 	}
-	return redis.NewCmd(ctx, append([]any{name, body, 2, rk, recordKey(rk)}, args...)...)
+	q, t := queueKeys(rk)
+	return redis.NewCmd(ctx, append([]any{name, body, 5, rk, recordKey(rk), q, t, shareKey(rk)}, args...)...)
 }
+
+// queueKeys are the keys of the wait queue of lock key rk and of its tickets (see queue.go):
+// outside every namespace and in rk's Cluster slot, as recordKey.
+func queueKeys(rk string) (queue, tickets string) {
+	if tag, ok := hashTag(rk); ok {
+		return "locktui:{" + tag + "}:queue:" + rk, "locktui:{" + tag + "}:tickets:" + rk
+	}
+	return "locktui:{" + rk + "}:queue", "locktui:{" + rk + "}:tickets"
+}
+
+// FreeChannel is the pub/sub channel on which this project's scripts announce that they freed
+// a lock of namespace: "locktui:free:" + namespace, outside the namespace. Each message is
+// "<queue head ticket>\n<Redis key>" (the ticket empty when nobody queues for the key).
+func FreeChannel(namespace string) string { return "locktui:free:" + namespace }
 
 // recordKey is the key of the holder record of lock key rk: outside every namespace (under
 // "locktui:"), and in rk's Cluster slot. A hash tag in rk is kept as the record's own; without
@@ -132,7 +152,7 @@ func evalBatch[T any](ctx context.Context, p *Provider, s *script, keys []string
 		pipe := p.client.Pipeline()
 		cmds := make([]*redis.Cmd, len(pending))
 		for j, i := range pending {
-			cmds[j] = s.cmd(ctx, p.RedisKey(keys[i]), attempt > 0, argsOf(i))
+			cmds[j] = s.cmd(ctx, p.RedisKey(keys[i]), attempt > 0, slices.Concat(argsOf(i), []any{p.channel}))
 			if r == sendOnce {
 				_ = pipe.Process(ctx, onceCmd{cmds[j]})
 			} else {
@@ -149,7 +169,7 @@ func evalBatch[T any](ctx context.Context, p *Provider, s *script, keys []string
 				results[i] = v
 			case redis.HasErrorPrefix(cmdErr, "NOSCRIPT"):
 				retry = append(retry, i)
-			case isReplyError(cmdErr):
+			case IsReplyError(cmdErr):
 			case err == nil:
 				err = fmt.Errorf("redis: %w", cmdErr)
 			}
@@ -162,8 +182,10 @@ func evalBatch[T any](ctx context.Context, p *Provider, s *script, keys []string
 	return results, errs, nil
 }
 
-// isReplyError tells a Redis error reply (the command ran and failed) from a transport error.
-func isReplyError(err error) bool {
+// IsReplyError tells a Redis error reply (the command was refused: an ACL, WRONGTYPE, NOSCRIPT)
+// from a transport error and from the replies that mean the server could not run it now
+// (LOADING, READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN), which are transport errors to retry.
+func IsReplyError(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) && !errors.Is(err, redis.Nil) && !isNetworkReply(err)
 }

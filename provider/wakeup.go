@@ -3,13 +3,18 @@ package provider
 import (
 	"context"
 	"sync"
+	"time"
 )
 
-// wakeups lets one Provider wake its own waiters: a goroutine queued on a held key registers
-// for the key before each attempt, and when this Provider deletes the key (any release, a
-// give-back, a force-release) every registration on it is woken at once, ending the backoff wait
-// in progress, so the waiter retries immediately. A key released by another process sends no
-// wake-up: its waiters keep polling with backoff (or use Options.Waker).
+// wakeups are the waiters of one Provider, by key: a call queued on a held key registers for
+// the key before each attempt, and a registration is woken, ending the backoff wait in
+// progress so that the waiter retries immediately, when the key is freed: by this Provider
+// (any release, a give-back, a force-release: wake, at once) or by anyone (the wake-up
+// listener: wakeHead, see listen.go). One freed key wakes one waiter of this Provider, not all
+// of them (the others would only find the key held again, and their attempts would slow down
+// the hand-off): the fair-queue head the message names when it is one of ours, else the call
+// that has waited longest. A waiter that loses the race for the key waits again, and the next
+// release wakes the next one; a wake-up that is lost costs one backoff sleep.
 //
 // No goroutine is started: a registration is a context derived from the waiter's, and waking it
 // is cancelling that context. Registering, narrowing, stopping and waking cost O(1) per
@@ -17,6 +22,47 @@ import (
 type wakeups struct {
 	mu      sync.Mutex
 	waiting map[string]map[*wakeup]struct{} // key (without namespace) → its registrations
+	// deleting counts this Provider's deletes in flight by key; a wake-up the listener hears
+	// for such a key waits in held until the delete has told the Observer (see hold).
+	deleting map[string]int
+	held     map[string][]string // key → queue heads heard while deleting
+}
+
+// hold marks keys as being deleted by this Provider: until unhold, wake-ups heard for them are
+// kept back, so that the Observer always learns of the release before the acquisition it let
+// in (the script announces the free key before its reply arrives here).
+func (w *wakeups) hold(keys []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deleting == nil {
+		w.deleting, w.held = map[string]int{}, map[string][]string{}
+	}
+	for _, k := range keys {
+		w.deleting[k]++
+	}
+}
+
+// unhold ends hold and delivers the wake-ups kept back meanwhile; freed[i] tells whether the
+// delete really deleted keys[i] (and so woke a waiter of its own).
+func (w *wakeups) unhold(keys []string, freed []bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, k := range keys {
+		if w.deleting[k]--; w.deleting[k] > 0 {
+			continue
+		}
+		delete(w.deleting, k)
+		for _, head := range w.held[k] {
+			// A message naming no queue head is, as a rule, this very delete's own
+			// announcement, whose waiter wake already woke: a second waiter would only find
+			// the key taken. (Another process's delete in the same instant is then found by
+			// polling.) A named head is delivered.
+			if head != "" || !freed[i] {
+				w.wakeHeadLocked(k, head)
+			}
+		}
+		delete(w.held, k)
+	}
 }
 
 // wakeup is one registration: its ctx ends when one of its keys is deleted by this Provider,
@@ -25,14 +71,16 @@ type wakeup struct {
 	w      *wakeups
 	ctx    context.Context
 	cancel context.CancelFunc
-	keys   []string // guarded by w.mu; nil once stopped
+	keys   []string  // guarded by w.mu; nil once stopped
+	ticket string    // the waiter's fair-queue ticket; "" when it does not queue
+	since  time.Time // when the waiting call started
 }
 
 // register returns a registration on keys, derived from ctx. It must be made before the attempt
 // whose "held" reply it waits on (so a release that follows that reply cannot be missed), and it
 // must be stopped on every path.
-func (w *wakeups) register(ctx context.Context, keys []string) *wakeup {
-	r := &wakeup{w: w, keys: keys}
+func (w *wakeups) register(ctx context.Context, keys []string, ticket string, since time.Time) *wakeup {
+	r := &wakeup{w: w, keys: keys, ticket: ticket, since: since}
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -50,14 +98,59 @@ func (w *wakeups) register(ctx context.Context, keys []string) *wakeup {
 	return r
 }
 
-// wake ends the wait of every registration on key. It is called only after this Provider
+// wake ends the wait of the longest-waiting registration on key that does not queue (a queued
+// one is woken by the listener, when it is the head). It is called only after this Provider
 // really deleted key.
 func (w *wakeups) wake(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for r := range w.waiting[key] {
+	if r := w.oldestLocked(key, false); r != nil {
 		r.cancel() // cheap and non-blocking; the registration leaves when its waiter stops it
 	}
+}
+
+// wakeHead ends the wait of the registration on key whose ticket is head, the queue head the
+// message names; when none of ours is, of the longest-waiting registration (with head "",
+// nobody queues or the freeing is not ours to know about, a keyspace notification; otherwise
+// among those that do not queue).
+func (w *wakeups) wakeHead(key, head string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.deleting[key] > 0 {
+		w.held[key] = append(w.held[key], head)
+		return
+	}
+	w.wakeHeadLocked(key, head)
+}
+
+// wakeHeadLocked is wakeHead with w.mu held.
+func (w *wakeups) wakeHeadLocked(key, head string) {
+	if head != "" {
+		for r := range w.waiting[key] {
+			if r.ticket == head {
+				r.cancel()
+				return
+			}
+		}
+	}
+	if r := w.oldestLocked(key, head == ""); r != nil {
+		r.cancel()
+	}
+}
+
+// oldestLocked returns the registration on key whose call has waited longest and is not woken
+// yet, among all of them or (queued false) those without a ticket. w.mu is held.
+func (w *wakeups) oldestLocked(key string, queued bool) *wakeup {
+	var oldest *wakeup
+	for r := range w.waiting[key] {
+		if r.ctx.Err() != nil || r.ticket != "" && !queued {
+			continue
+		}
+		if oldest == nil || r.since.Before(oldest.since) {
+			oldest = r
+		}
+	}
+	return oldest
 }
 
 // unlinkLocked removes r from key's set, dropping the set once empty. w.mu is held.

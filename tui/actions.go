@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/locktui/locktui/audit"
+	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -20,8 +21,12 @@ const mutationTimeout = 10 * time.Second
 const emptyOwnerBulk = `the empty owner "" cannot be released in bulk: release its keys one by one with d`
 
 // quote shows an owner as a quoted string, so an empty or blank owner, or one with control
-// characters, is visible as such.
+// characters, is visible as such (the dialog and the notices quote every owner; the tables
+// quote those provider.Printable does).
 func quote(owner string) string { return strconv.Quote(owner) }
+
+// printable is provider.Printable, for keys in notices.
+func printable(key string) string { return provider.Printable(key) }
 
 // askRelease opens the dialog for the force-release of the selected lock.
 func (m *model) askRelease() {
@@ -31,15 +36,15 @@ func (m *model) askRelease() {
 		return
 	}
 	if !e.GoneAt.IsZero() {
-		m.setNotice(fmt.Sprintf("%s is already gone", e.Key), true)
+		m.setNotice(fmt.Sprintf("%s is already gone", printable(e.Key)), true)
 		return
 	}
 	if e.Foreign {
-		m.setNotice(fmt.Sprintf("%s is not a lock (not a string): locktui does not delete it", e.Key), true)
+		m.setNotice(fmt.Sprintf("%s is not a lock (not a string): locktui does not delete it", printable(e.Key)), true)
 		return
 	}
 	lines := []string{
-		"key    " + e.Key,
+		"key    " + provider.Printable(e.Key),
 		"owner  " + quote(e.Owner),
 		"",
 		"Deleted only if this owner still holds it (compare-and-delete).",
@@ -71,9 +76,13 @@ func (m *model) askReleaseAll() {
 		releaseAllReq{owner: owner, count: n})
 }
 
+// auditLine says in the dialog who the record names and where it goes.
 func (m *model) auditLine() string {
 	if m.cfg.Audit == nil {
 		return "Not audited: no audit trail is configured."
+	}
+	if where := audit.Where(m.cfg.Audit); where != "" {
+		return "Audited as " + m.cfg.Operator + " to " + where + "."
 	}
 	return "Audited as " + m.cfg.Operator + "."
 }
@@ -86,7 +95,7 @@ func (m *model) confirmed(payload any) tea.Cmd {
 	}
 	switch req := payload.(type) {
 	case releaseReq:
-		m.setNotice(fmt.Sprintf("releasing %s…", req.key), false)
+		m.setNotice(fmt.Sprintf("releasing %s…", printable(req.key)), false)
 		return m.release(req)
 	case releaseAllReq:
 		if req.owner == "" { // unreachable through the keys (askReleaseAll refuses it)
@@ -99,30 +108,26 @@ func (m *model) confirmed(payload any) tea.Cmd {
 	return nil
 }
 
+// releaser is the console's path to releasing a lock: the one the CLI takes too
+// (audit.Releaser), auditing every release to cfg.Audit.
+func (m *model) releaser() *audit.Releaser {
+	return &audit.Releaser{Provider: m.cfg.Provider, Sink: m.cfg.Audit, Operator: m.cfg.Operator,
+		Namespace: m.cfg.Namespace, Server: m.cfg.URL}
+}
+
 // release force-releases one key if req.owner still holds it, audits the result and re-reads
 // the key so the table shows it at once.
 func (m *model) release(req releaseReq) tea.Cmd {
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, mutationTimeout)
 		defer cancel()
-		res := releaseDoneMsg{key: req.key, owner: req.owner}
-		res.released, res.err = m.cfg.Provider.ForceRelease(ctx, req.key, req.owner)
-		result := audit.ResultReleased
-		switch {
-		case res.err != nil:
-			result = audit.ResultError(res.err)
-		case !res.released:
-			result = audit.ResultNotHeld
-			if l, ok, err := m.cfg.Provider.Get(ctx, req.key); err == nil && ok {
+		r := m.releaser().ForceRelease(ctx, req.key, req.owner)
+		res := releaseDoneMsg{key: req.key, owner: req.owner, released: r.Count == 1, err: r.Err, auditErr: auditFailed(r)}
+		if r.Err == nil && r.Count == 0 {
+			if l, ok, err := m.cfg.Provider.Get(ctx, req.key); err == nil && ok && !l.Foreign {
 				res.nowOwner, res.nowHeld = l.Owner, true
 			}
 		}
-		count := 0
-		if res.released {
-			count = 1
-		}
-		res.auditErr = m.audit(ctx, audit.Record{Action: audit.ActionForceRelease, Key: req.key,
-			Owner: req.owner, Result: result, Count: count})
 		m.reread(ctx, req.key)
 		return res
 	})
@@ -133,37 +138,17 @@ func (m *model) releaseAll(req releaseAllReq) tea.Cmd {
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, mutationTimeout)
 		defer cancel()
-		res := releaseAllDoneMsg{owner: req.owner}
-		res.count, res.err = m.cfg.Provider.ReleaseAll(ctx, req.owner)
-		result := audit.ResultReleased
-		switch {
-		case res.err != nil:
-			result = audit.ResultError(res.err)
-		case res.count == 0:
-			result = audit.ResultNotHeld
-		}
-		res.auditErr = m.audit(ctx, audit.Record{Action: audit.ActionReleaseOwner, Owner: req.owner,
-			Result: result, Count: res.count})
-		return res
+		r := m.releaser().ReleaseOwner(ctx, req.owner)
+		return releaseAllDoneMsg{owner: req.owner, count: r.Count, err: r.Err, auditErr: auditFailed(r)}
 	})
 }
 
-// audit writes r. The write gets a deadline of its own, detached from the mutation's: a release
-// that used up its time, or a console that is quitting, must still leave its record.
-func (m *model) audit(ctx context.Context, r audit.Record) error {
-	if m.cfg.Audit == nil {
+// auditFailed is the failed audit write of r, for the screen (nil when it was written).
+func auditFailed(r audit.Released) error {
+	if r.AuditErr == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), mutationTimeout)
-	defer cancel()
-	r.Time = time.Now()
-	r.Operator = m.cfg.Operator
-	r.Namespace = m.cfg.Namespace
-	r.Server = m.cfg.URL
-	if err := m.cfg.Audit.Write(ctx, r); err != nil {
-		return fmt.Errorf("audit write failed: %w", err)
-	}
-	return nil
+	return fmt.Errorf("audit write failed: %w", r.AuditErr)
 }
 
 // reread reads key again and hands it to the hub, so a release shows without waiting for the
@@ -184,16 +169,16 @@ func (m *model) reread(ctx context.Context, key string) {
 func (m *model) onReleaseDone(msg releaseDoneMsg) {
 	switch {
 	case msg.err != nil:
-		m.setNotice(fmt.Sprintf("release of %s failed: %v", msg.key, msg.err), true)
+		m.setNotice(fmt.Sprintf("release of %s failed: %v", printable(msg.key), msg.err), true)
 	case msg.released:
-		m.setNotice(fmt.Sprintf("released %s (owner %s)", msg.key, quote(msg.owner)), false)
+		m.setNotice(fmt.Sprintf("released %s (owner %s)", printable(msg.key), quote(msg.owner)), false)
 	case msg.nowHeld:
-		m.setNotice(fmt.Sprintf("not released: owner of %s changed to %s", msg.key, quote(msg.nowOwner)), true)
+		m.setNotice(fmt.Sprintf("not released: owner of %s changed to %s", printable(msg.key), quote(msg.nowOwner)), true)
 	default:
-		m.setNotice(fmt.Sprintf("not released: %s is already gone", msg.key), true)
+		m.setNotice(fmt.Sprintf("not released: %s is already gone", printable(msg.key)), true)
 	}
 	if msg.auditErr != nil {
-		m.setStickyNotice("AUDIT FAILED for " + msg.key + ": " + msg.auditErr.Error() + " (" + m.notice.text + ")")
+		m.setStickyNotice("AUDIT FAILED for " + printable(msg.key) + ": " + msg.auditErr.Error() + " (" + m.notice.text + ")")
 	}
 }
 

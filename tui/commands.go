@@ -52,14 +52,15 @@ func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
 		m.conn.down = true
 		m.conn.infoOK = false
 		m.conn.err = msg.err
-		m.conn.failures++
-		wait := min(retryMin<<min(m.conn.failures-1, 10), retryMax)
-		m.conn.retryAt = m.common.Now().Add(wait)
+		now := m.common.Now()
+		m.conn.retry.fail(now)
+		wait := m.conn.retry.wait(now)
 		m.setStickyNotice("Redis does not answer: " + msg.err.Error())
 		return m.after(wait, heartbeatDueMsg{})
 	}
 	wasDown := m.conn.down
-	m.conn.down, m.conn.failures, m.conn.err = false, 0, nil
+	m.conn.down, m.conn.err = false, nil
+	m.conn.retry.reset()
 	if wasDown {
 		m.setNotice("Redis answers again: refreshing", false)
 	}
@@ -71,11 +72,11 @@ func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
 	// A subscription that failed is tried again once Redis answers again, and while it does,
 	// with backoff.
 	now := m.common.Now()
-	if m.conn.infoOK && m.conn.info.Keyspace() && !m.keyspaceOn && !m.keyspacePending &&
-		(msg.info != nil || m.keyspaceRetry.due(now)) {
+	if m.conn.infoOK && m.conn.info.Keyspace() && m.keyspace.idle() &&
+		(msg.info != nil || m.keyspace.retry.due(now)) {
 		cmds = append(cmds, m.subscribeKeyspace(m.conn.info.DB))
 	}
-	if m.wantEvents() && !m.eventsOn && !m.eventsPending && (wasDown || m.eventsRetry.due(now)) {
+	if m.wantEvents() && m.events.idle() && (wasDown || m.events.retry.due(now)) {
 		cmds = append(cmds, m.subscribeEvents())
 	}
 	if wasDown && !m.scanning {
@@ -117,6 +118,7 @@ func (m *model) onScanDone(msg scanDoneMsg) tea.Cmd {
 	}
 	m.lastScan = msg.stats
 	m.loaded = true
+	m.locks.SetLoaded()
 	m.lastGood = m.common.Now()
 	gen := m.scanGen
 	wait := max(m.pollInterval()-msg.stats.Took, 0)
@@ -128,7 +130,7 @@ func (m *model) wantEvents() bool { return m.cfg.Events == nil && !m.cfg.NoEvent
 
 // subscribeEvents subscribes to the namespace's lock events and forwards them to the hub.
 func (m *model) subscribeEvents() tea.Cmd {
-	m.eventsPending = true
+	m.events.start()
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		sub, err := events.Subscribe(ctx, m.cfg.Client, m.cfg.Namespace)
 		if err != nil {
@@ -143,27 +145,24 @@ func (m *model) subscribeEvents() tea.Cmd {
 // onEventsStarted records the result of subscribing to lock events; a failure is retried by
 // the heartbeat, with backoff (go-redis itself resubscribes a subscription that was made).
 func (m *model) onEventsStarted(msg eventsStartedMsg) {
-	m.eventsPending = false
 	if msg.err != nil {
 		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+			m.events.pending = false
 			return
 		}
-		m.eventsErr = msg.err
-		if m.eventsRetry.fail(m.common.Now()) {
+		if m.events.failed(msg.err, m.common.Now()) {
 			m.setNotice("lock events unavailable (no contention from events), retrying: "+msg.err.Error(), true)
 		}
 		return
 	}
-	if m.eventsErr != nil {
+	if m.events.up() {
 		m.setNotice("lock events subscribed", false)
 	}
-	m.eventsOn, m.eventsErr = true, nil
-	m.eventsRetry.reset()
 }
 
 // subscribeKeyspace subscribes to the keyspace notifications of the namespace.
 func (m *model) subscribeKeyspace(db int) tea.Cmd {
-	m.keyspacePending = true
+	m.keyspace.start()
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		ks, err := m.src.SubscribeKeyspace(ctx, db)
 		if err != nil {
@@ -175,18 +174,18 @@ func (m *model) subscribeKeyspace(db int) tea.Cmd {
 }
 
 func (m *model) onKeyspaceStarted(msg keyspaceStartedMsg) tea.Cmd {
-	m.keyspacePending = false
 	if msg.err != nil {
 		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+			m.keyspace.pending = false
 			return nil
 		}
-		if m.keyspaceRetry.fail(m.common.Now()) {
+		if m.keyspace.failed(msg.err, m.common.Now()) {
 			m.setNotice("keyspace notifications unavailable, polling only: "+msg.err.Error(), true)
 		}
 		return nil
 	}
-	m.keyspaceRetry.reset()
-	m.keyspace, m.keyspaceOn = msg.ks, true
+	m.keyspace.up()
+	m.ks = msg.ks
 	// What changed before the subscription is caught by a refresh now; from here on the
 	// notifications keep the table live and the poll slows down.
 	return tea.Batch(m.readKeyspace(), m.refreshNow())
@@ -194,7 +193,7 @@ func (m *model) onKeyspaceStarted(msg keyspaceStartedMsg) tea.Cmd {
 
 // readKeyspace waits for notified keys and reads them (within the budget).
 func (m *model) readKeyspace() tea.Cmd {
-	ks := m.keyspace
+	ks := m.ks
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		keys, overflow, err := ks.Next(ctx, source.KeyspaceReadBatch)
 		if err != nil {
@@ -294,4 +293,43 @@ func (m *model) onSample(msg sampleMsg) tea.Cmd {
 	}
 	gen := m.sampleGen
 	return m.after(source.SampleInterval, sampleDueMsg{gen: gen})
+}
+
+// lookup is the exact-key read of the filter "=key".
+type lookup struct {
+	key  string
+	gen  int
+	done bool
+	// found is true when the key exists; err is why the read failed.
+	found bool
+	err   error
+}
+
+// lookupKey reads key at once (GET and PTTL, outside the budget: the operator asked for it by
+// name) and hands it to the hub, so an exact filter shows its key without waiting for a scan.
+func (m *model) lookupKey(key string) tea.Cmd {
+	gen := m.lookup.gen + 1
+	m.lookup = lookup{key: key, gen: gen}
+	return m.rt.cmd(func(ctx context.Context) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		found, absent, at, err := m.src.ReadUnpaced(ctx, []string{key})
+		if err != nil {
+			return lookupMsg{gen: gen, err: err}
+		}
+		if len(found) > 0 {
+			m.hub.Observe(found, at, 0)
+		}
+		if len(absent) > 0 {
+			m.hub.Absent(absent, at)
+		}
+		return lookupMsg{gen: gen, found: len(found) > 0}
+	})
+}
+
+func (m *model) onLookup(msg lookupMsg) {
+	if msg.gen != m.lookup.gen {
+		return // the filter changed since
+	}
+	m.lookup.done, m.lookup.found, m.lookup.err = true, msg.found, msg.err
 }

@@ -9,8 +9,10 @@
 //
 //	↑/k ↓/j pgup pgdn g G   move                  tab S-tab 1-4   views
 //	enter   detail (owners: the owner's locks)    esc             back / clear the filter
-//	/       filter: substring, glob with * ? [, =exact, owner:… for owners
-//	s S     next sort column / reverse            c               sample contention for 30 s
+//	/       filter: substring, glob with * ? [, owner:… for owners, =KEY (read at once)
+//	:       view by name (:locks :owners :hot :detail :help :q), as in k9s
+//	s S     next sort column / reverse            p               sample contention 30 s (paid)
+//	c C     copy the selected key / owner (OSC 52)
 //	r       refresh now                           ?               help
 //	d       force-release the selected lock (confirm with y; compare-and-delete on the owner shown)
 //	D       release every lock of the selected owner (confirm with y; compare-and-unlink per key;
@@ -35,9 +37,12 @@
 // cost of the last refresh). When the server publishes keyspace notifications (CONFIG GET
 // notify-keyspace-events), changed keys are re-read at once (two commands each, within the
 // same budget) and the poll slows to Config.KeyspacePoll. PING once a second; INFO server and
-// CONFIG GET once per connection. Lock events from pub/sub (package events) give waiters and
+// DBSIZE and CONFIG GET once per connection. An exact filter (/=KEY) reads
+// that key at once (GET and PTTL, outside the budget: the operator named it), so a stuck key is
+// found without waiting for the scan; while the first refresh runs, an empty table says how far
+// it is (keys examined of DBSIZE), never "no match". Lock events from pub/sub (package events) give waiters and
 // attempts per second per key (a subscription that fails, at start or after an outage, is
-// retried with backoff while Redis answers); for keys only stock Medusa processes use, "c" samples the keys
+// retried with backoff while Redis answers); for keys only stock Medusa processes use, "p" samples the keys
 // on screen for 30 s (four reads a second plus INFO commandstats once a second; its cost is
 // shown while it runs).
 //
@@ -45,7 +50,17 @@
 // screen are rendered. No Redis call happens in Update: every one runs in a tea.Cmd and its
 // result comes back as a message.
 //
-// Every mutation is written to Config.Audit (time, operator, key, owner, result); a failed
-// audit write is shown on screen. Dialogs and results show owners quoted ("" and " " are
-// owners too).
+// Every mutation goes through audit.Releaser, the CLI's path too, and is written to
+// Config.Audit (time, operator, key, owner, result); the dialog names where (audit.Where), and
+// a failed audit write is shown on screen. Dialogs and results show owners quoted ("" and " "
+// are owners too); the tables show keys and owners through provider.Printable, which quotes
+// and escapes those that would not print.
+//
+// # Columns
+//
+// SEEN is the time since this console first saw the owner hold the key, not since it acquired
+// it (the records carry no acquire time yet). TTL counts down in tenths, never rounded up; a
+// key of another type without expiry reads "no expiry". GONE rows come after the live ones in
+// every order. Keys and owners too wide for their column are shortened in the middle, and the
+// line under the table shows the selected key and owner whole.
 package tui

@@ -119,6 +119,9 @@ func (s *memorySink) Write(_ context.Context, r audit.Record) error {
 	return nil
 }
 
+// Where names the sink as the dialog shows it (see audit.Where).
+func (s *memorySink) Where() string { return "test-audit.jsonl" }
+
 func (s *memorySink) all() []audit.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()

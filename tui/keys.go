@@ -1,9 +1,14 @@
 package tui
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -24,6 +29,9 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	if m.editing {
 		return m.editFilter(k)
 	}
+	if m.commanding {
+		return m.editCommand(k)
+	}
 	if m.showHelp {
 		if key.Matches(k, km.Quit) {
 			return tea.Quit
@@ -39,8 +47,15 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Filter):
 		m.editing = true
 		m.filter.SetValue(m.query.Filter)
+	case key.Matches(k, km.Command):
+		m.commanding = true
+		m.command.SetValue("")
+	case key.Matches(k, km.CopyKey):
+		return m.copySelected(false)
+	case key.Matches(k, km.CopyOwner):
+		return m.copySelected(true)
 	case key.Matches(k, km.Back):
-		m.back()
+		return m.back()
 	case key.Matches(k, km.NextView):
 		m.switchTo((m.active + 1) % pageCount)
 	case key.Matches(k, km.PrevView):
@@ -83,29 +98,132 @@ func (m *model) editFilter(k tea.KeyPressMsg) tea.Cmd {
 	case "esc":
 		m.editing = false
 		m.filter.SetValue("")
-		m.applyFilter("")
-		return nil
+		return m.applyFilter("")
 	}
 	if m.filter.Update(k) {
-		m.applyFilter(m.filter.Value())
+		return m.applyFilter(m.filter.Value())
 	}
 	return nil
 }
 
-func (m *model) applyFilter(f string) {
+// applyFilter filters the tables by f; a filter that names one key exactly ("=k-stuck") also
+// reads that key at once, so the operator need not wait for a scan of the whole database.
+func (m *model) applyFilter(f string) tea.Cmd {
 	q := m.query
 	q.Filter = f
 	m.setQuery(q)
+	if key, ok := store.ExactKey(f); ok {
+		return m.lookupKey(key)
+	}
+	m.lookup = lookup{}
+	return nil
+}
+
+// commands are the views and actions ":" names, k9s-style; a unique prefix is enough.
+var commands = []struct {
+	names []string
+	page  page
+	quit  bool
+	help  bool
+}{
+	{names: []string{"locks", "lock", "l"}, page: pageLocks},
+	{names: []string{"owners", "owner", "o"}, page: pageOwners},
+	{names: []string{"hot", "contention"}, page: pageHot},
+	{names: []string{"detail", "d"}, page: pageDetail},
+	{names: []string{"help", "?"}, help: true},
+	{names: []string{"quit", "q", "q!"}, quit: true},
+}
+
+// findCommand returns the index in commands of the command text names exactly, else of the
+// first one that a name of starts with text; -1 for none.
+func findCommand(text string) int {
+	for i, c := range commands {
+		if slices.Contains(c.names, text) {
+			return i
+		}
+	}
+	for i, c := range commands {
+		for _, n := range c.names {
+			if strings.HasPrefix(n, text) {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// editCommand handles a key while ":" is being typed: enter runs it, esc drops it.
+func (m *model) editCommand(k tea.KeyPressMsg) tea.Cmd {
+	switch k.String() {
+	case "esc":
+		m.commanding = false
+		return nil
+	case "enter":
+		m.commanding = false
+		return m.runCommand(strings.TrimSpace(m.command.Value()))
+	}
+	m.command.Update(k)
+	return nil
+}
+
+// runCommand switches to the view text names (or quits, or shows the help).
+func (m *model) runCommand(text string) tea.Cmd {
+	if text == "" {
+		return nil
+	}
+	match := findCommand(strings.ToLower(text))
+	if match < 0 {
+		m.setNotice(fmt.Sprintf("unknown view %q: :locks, :owners, :hot, :detail, :help or :quit", text), true)
+		return nil
+	}
+	switch c := commands[match]; {
+	case c.quit:
+		return tea.Quit
+	case c.help:
+		m.showHelp = true
+	default:
+		m.switchTo(c.page)
+	}
+	return nil
+}
+
+// copySelected puts the selected key (or its owner) on the clipboard with OSC 52, which works
+// over SSH and inside tmux (with set-clipboard on) when the terminal allows it.
+func (m *model) copySelected(owner bool) tea.Cmd {
+	var text, what string
+	if owner {
+		o, ok := m.selectedOwner()
+		if !ok {
+			m.setNotice("no owner selected", true)
+			return nil
+		}
+		text, what = o, "owner"
+	} else {
+		e, ok := m.selectedEntry()
+		if m.active == pageHot {
+			if row, found := m.hot.Selected(); found {
+				e, ok = &store.Entry{Key: row.Key}, true
+			}
+		}
+		if !ok {
+			m.setNotice("no lock selected", true)
+			return nil
+		}
+		text, what = e.Key, "key"
+	}
+	m.setNotice(fmt.Sprintf("copied %s %s to the clipboard (OSC 52)", what, provider.Printable(text)), false)
+	return tea.SetClipboard(text)
 }
 
 // back leaves the detail view, else clears the filter.
-func (m *model) back() {
+func (m *model) back() tea.Cmd {
 	switch {
 	case m.active == pageDetail:
 		m.switchTo(m.previous)
 	case m.query.Filter != "":
-		m.applyFilter("")
+		return m.applyFilter("")
 	}
+	return nil
 }
 
 // switchTo shows page p; the detail view shows the lock selected on the locks or hot page
@@ -141,7 +259,7 @@ func (m *model) enter() {
 	switch m.active {
 	case pageOwners:
 		if o, ok := m.owners.Selected(); ok {
-			m.applyFilter(store.Exact(true, o.Owner))
+			_ = m.applyFilter(store.Exact(true, o.Owner)) // an owner filter reads nothing
 			m.active = pageLocks
 		}
 	case pageHot:

@@ -51,6 +51,13 @@ type (
 	}
 	// sampleDueMsg asks for the next sampling step.
 	sampleDueMsg struct{ gen int }
+	// lookupMsg is the result of reading the key an exact filter names; gen drops the reads
+	// of a filter typed over since.
+	lookupMsg struct {
+		gen   int
+		found bool
+		err   error
+	}
 	// releaseDoneMsg is the result of a force-release.
 	releaseDoneMsg struct {
 		key, owner string

@@ -46,13 +46,13 @@ type notice struct {
 
 // conn is what the console knows about the connection.
 type conn struct {
-	info     source.ServerInfo
-	infoOK   bool // INFO/CONFIG read on this connection
-	latency  time.Duration
-	down     bool
-	failures int
-	err      error
-	retryAt  time.Time
+	info    source.ServerInfo
+	infoOK  bool // INFO/CONFIG read on this connection
+	latency time.Duration
+	down    bool
+	err     error
+	// retry paces the heartbeats while Redis does not answer.
+	retry backoff
 }
 
 // model is the root model: it routes keys, owns the pages, the dialog and the filter, and
@@ -72,10 +72,13 @@ type model struct {
 	active   page
 	previous page
 
-	dialog   *dialog.Model
-	filter   *input.Model
-	editing  bool
-	showHelp bool
+	dialog  *dialog.Model
+	filter  *input.Model
+	editing bool
+	// command is the ":" prompt (k9s' view switch), shown while commanding.
+	command    *input.Model
+	commanding bool
+	showHelp   bool
 
 	query   store.Query
 	view    *store.View
@@ -84,21 +87,19 @@ type model struct {
 	ticking bool
 
 	// refreshing
-	scanning   bool
-	scanGen    int
-	lastScan   source.ScanStats
-	loaded     bool
-	lastGood   time.Time
-	keyspace   *source.Keyspace
-	keyspaceOn bool
-	// keyspacePending is set while the subscription is being made.
-	keyspacePending bool
-	keyspaceRetry   backoff
-	eventsOn        bool
-	eventsErr       error
-	// eventsPending is set while the lock-event subscription is being made.
-	eventsPending bool
-	eventsRetry   backoff
+	scanning bool
+	scanGen  int
+	lastScan source.ScanStats
+	loaded   bool
+	lastGood time.Time
+	// keyspace is the subscription to keyspace notifications (ks once made), events the one
+	// to lock events.
+	keyspace subscription
+	ks       *source.Keyspace
+	events   subscription
+
+	// lookup is the exact-key read of the current filter.
+	lookup lookup
 
 	// sampling
 	sampler     *source.Sampler
@@ -125,6 +126,9 @@ func newModel(cfg Config, rt *runtime) *model {
 	m.filter = input.New(c, "/")
 	m.filter.Placeholder = "key, glob * ? [, =exact or owner:… (enter keeps, esc clears)"
 	m.filter.CharLimit = 256
+	m.command = input.New(c, ":")
+	m.command.Placeholder = "locks, owners, hot, detail, help or quit (enter runs, esc drops)"
+	m.command.CharLimit = 32
 	return m
 }
 
@@ -133,7 +137,7 @@ func newModel(cfg Config, rt *runtime) *model {
 func (m *model) Init() tea.Cmd {
 	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.waitView(), m.heartbeat(), m.scan()}
 	if m.cfg.Events != nil {
-		m.eventsOn = true
+		m.events.on = true
 		ch := m.cfg.Events.C()
 		m.rt.goroutine(func(ctx context.Context) { m.hub.Forward(ctx, ch) })
 	} else if !m.cfg.NoEvents {
@@ -186,6 +190,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.sampleStep()
 	case sampleMsg:
 		return m, m.onSample(msg)
+	case lookupMsg:
+		m.onLookup(msg)
+		return m, nil
 	case releaseDoneMsg:
 		m.onReleaseDone(msg)
 		return m, m.refreshNow()
@@ -195,7 +202,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	}
 	if paste, ok := msg.(tea.PasteMsg); ok && m.editing {
 		if m.filter.Update(paste) {
-			m.applyFilter(m.filter.Value())
+			return m, m.applyFilter(m.filter.Value())
 		}
 	}
 	return m, nil
@@ -260,7 +267,7 @@ func (m *model) setStickyNotice(text string) {
 // pollInterval is the wait between the starts of two refreshes.
 func (m *model) pollInterval() time.Duration {
 	base := m.cfg.Refresh
-	if m.keyspaceOn {
+	if m.keyspace.on {
 		base = m.cfg.KeyspacePoll
 	}
 	return max(base, m.lastScan.Took)
@@ -280,12 +287,44 @@ func isCancel(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// backoff paces the retries of a failed subscription: retryMin after the first failure,
-// doubling up to retryMax.
+// subscription is one feed the console keeps (keyspace notifications, lock events): live, being
+// made, or failed and waiting for its retry.
+type subscription struct {
+	on      bool
+	pending bool // the subscription is being made
+	err     error
+	retry   backoff
+}
+
+// start marks the subscription as being made.
+func (f *subscription) start() { f.pending = true }
+
+// idle reports whether the feed is neither live nor being made.
+func (f *subscription) idle() bool { return !f.on && !f.pending }
+
+// failed records a failed attempt at now and reports whether it is the first in a row.
+func (f *subscription) failed(err error, now time.Time) (first bool) {
+	f.pending, f.err = false, err
+	return f.retry.fail(now)
+}
+
+// up records a subscription made and reports whether it had been failing.
+func (f *subscription) up() (recovered bool) {
+	recovered = f.err != nil
+	f.on, f.pending, f.err = true, false, nil
+	f.retry.reset()
+	return recovered
+}
+
+// backoff paces the retries of a failed subscription or connection: retryMin after the first
+// failure, doubling up to retryMax.
 type backoff struct {
 	failures int
 	at       time.Time
 }
+
+// wait is how long after now the next attempt may start.
+func (b *backoff) wait(now time.Time) time.Duration { return max(b.at.Sub(now), 0) }
 
 // fail records a failure at now and reports whether it is the first in a row.
 func (b *backoff) fail(now time.Time) (first bool) {

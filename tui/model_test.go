@@ -70,9 +70,10 @@ func TestStatesAreWords(t *testing.T) {
 	connected(m)
 	feed(m, sampleStore())
 	out := screen(m)
-	for _, want := range []string{"NO TTL", "EXPIRING", "RENEWED", "HELD", "never", "3.0s", "1w 0.1/s"} {
+	for _, want := range []string{"NO TTL", "EXPIRING", "RENEWED", "HELD", "no expiry", "3.0s"} {
 		assert.Contains(t, out, want)
 	}
+	assert.Regexp(t, `cart:1 .* 1 +0\.1/s`, out, "one waiter, 0.1 contended/s, in their own columns")
 	// Attention order: NO TTL first, then EXPIRING.
 	assert.Less(t, strings.Index(out, "NO TTL"), strings.Index(out, "EXPIRING"))
 }
@@ -100,7 +101,7 @@ func TestHelpListsKeys(t *testing.T) {
 	press(m, "?")
 	out := screen(m)
 	for _, want := range []string{"filter", "sort column", "reverse sort", "detail", "1-4", "esc",
-		"force-release", "release all of owner", "sample contention", "quit", "cost:", "owner:"} {
+		"force-release", "release owner", "sample (paid)", "copy key", "view by name", "quit", "cost:", "owner:"} {
 		assert.Contains(t, out, want)
 	}
 	press(m, "x")
@@ -183,7 +184,7 @@ func TestReleaseAllDialogCountsTheOwnersLocks(t *testing.T) {
 	out := screen(m)
 	assert.Contains(t, out, "Release all 2 locks of this owner?")
 	assert.Contains(t, out, `owner  "execute:0b5a3c1e`)
-	assert.Contains(t, out, "Audited as tester@host")
+	assert.Contains(t, out, "Audited as tester@host to test-audit.jsonl.", "the dialog names where the record goes")
 	assert.NotNil(t, press(m, "y"))
 }
 
@@ -344,38 +345,38 @@ func TestEventsSubscriptionIsRetried(t *testing.T) {
 	now := clock
 	m.common.Now = func() time.Time { return now }
 	m.Init()
-	require.True(t, m.eventsPending, "Init subscribes")
+	require.True(t, m.events.pending, "Init subscribes")
 	ok := heartbeatMsg{latency: time.Millisecond}
 
 	m.Update(eventsStartedMsg{err: errors.New("NOPERM no permissions to access a channel")})
-	assert.False(t, m.eventsPending)
+	assert.False(t, m.events.pending)
 	assert.Contains(t, screen(m), "lock events unavailable")
 	assert.Contains(t, screen(m), "no events")
 	m.Update(ok)
-	assert.False(t, m.eventsPending, "not before the backoff (0.5s) is over")
+	assert.False(t, m.events.pending, "not before the backoff (0.5s) is over")
 	now = now.Add(600 * time.Millisecond)
 	m.Update(ok)
-	assert.True(t, m.eventsPending, "the heartbeat retries")
+	assert.True(t, m.events.pending, "the heartbeat retries")
 
 	m.Update(eventsStartedMsg{err: errors.New("i/o timeout")})
 	now = now.Add(600 * time.Millisecond)
 	m.Update(ok)
-	assert.False(t, m.eventsPending, "the backoff doubled (1s)")
+	assert.False(t, m.events.pending, "the backoff doubled (1s)")
 	now = now.Add(500 * time.Millisecond)
 	m.Update(ok)
-	assert.True(t, m.eventsPending)
+	assert.True(t, m.events.pending)
 
 	m.Update(eventsStartedMsg{err: errors.New("i/o timeout")})
 	m.Update(heartbeatMsg{err: errors.New("connection refused")})
 	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Version: "7.0.15"}})
-	assert.True(t, m.eventsPending, "Redis answers again: retried at once")
+	assert.True(t, m.events.pending, "Redis answers again: retried at once")
 
 	m.Update(eventsStartedMsg{})
-	assert.True(t, m.eventsOn)
+	assert.True(t, m.events.on)
 	assert.Contains(t, screen(m), "lock events subscribed")
 	assert.NotContains(t, screen(m), "no events")
 	m.Update(ok)
-	assert.False(t, m.eventsPending, "subscribed: no more attempts")
+	assert.False(t, m.events.pending, "subscribed: no more attempts")
 }
 
 // The help states the cost of a refresh as the budget counts it: SCAN walks the whole
@@ -391,4 +392,105 @@ func TestHelpStatesTheCostOfARefresh(t *testing.T) {
 	assert.Contains(t, out, "last refresh: 5,000 SCAN (~500,000 keys) + 12 reads = 500,012 ≥ 25.0s")
 	press(m, "esc")
 	assert.Contains(t, screen(m), "poll 25s (budget 20,000/s)", "the status bar says the budget stretched the poll")
+}
+
+func TestExactFilterReadsTheKeyAtOnce(t *testing.T) {
+	m := newTestModel(t, Config{})
+	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Keys: 1_100_000}})
+	m.scanning = true // the first refresh has a million keys to walk
+	feed(m, store.New())
+	press(m, "/", "=")
+	var cmd tea.Cmd
+	for _, k := range "k-stuck" {
+		cmd = press(m, string(k))
+	}
+	require.NotNil(t, cmd, "an exact key is read at once")
+	assert.Equal(t, "k-stuck", m.lookup.key, "as typed: Redis keys are case-sensitive")
+	feed(m, store.New())
+	assert.Contains(t, screen(m), "reading k-stuck…")
+
+	m.Update(lookupMsg{gen: m.lookup.gen - 1, found: true})
+	assert.False(t, m.lookup.done, "the read of a filter typed over since is dropped")
+	m.Update(lookupMsg{gen: m.lookup.gen})
+	out := screen(m)
+	assert.Contains(t, out, "k-stuck is not locked: no key medusa_lock:k-stuck (read just now)")
+	assert.NotContains(t, out, "no locks match")
+
+	press(m, "backspace") // "=k-stuc": still exact, another read
+	assert.Equal(t, "k-stuc", m.lookup.key)
+	press(m, "esc")
+	assert.Empty(t, m.lookup.key, "no filter, no lookup")
+}
+
+func TestWhileTheFirstScanRunsTheTableSaysHowFarItIs(t *testing.T) {
+	m := newTestModel(t, Config{})
+	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Keys: 1_100_000}})
+	m.scanning = true
+	press(m, "/", "c", "a", "r", "t", "enter")
+	feed(m, store.New())
+	out := screen(m)
+	assert.Contains(t, out, "no match yet: scanned ~0 of 1,100,000 keys (0%), 0 locks so far")
+	assert.NotContains(t, out, "no locks match")
+
+	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
+	feed(m, store.New())
+	assert.Contains(t, screen(m), "no locks match /cart (whole namespace read 0s ago)")
+}
+
+func TestCopyPutsTheSelectedKeyOrOwnerOnTheClipboard(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	cmd := press(m, "c")
+	require.NotNil(t, cmd)
+	assert.Equal(t, tea.SetClipboard("stuck:job")(), cmd(), "c copies the selected key (OSC 52)")
+	assert.Contains(t, screen(m), "copied key stuck:job to the clipboard")
+	cmd = press(m, "C")
+	require.NotNil(t, cmd)
+	assert.Equal(t, tea.SetClipboard("*")(), cmd(), "C copies its owner")
+	assert.Nil(t, m.sampler, "c no longer starts paid sampling")
+}
+
+func TestColonSwitchesViewsByName(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	for _, c := range []struct {
+		typed string
+		want  page
+	}{{"owners", pageOwners}, {"hot", pageHot}, {"lo", pageLocks}, {"o", pageOwners}, {"locks", pageLocks}} {
+		press(m, ":")
+		assert.Contains(t, screen(m), ":")
+		for _, r := range c.typed {
+			press(m, string(r))
+		}
+		press(m, "enter")
+		assert.Equal(t, c.want, m.active, ":%s", c.typed)
+	}
+	press(m, ":", "x", "y", "enter")
+	assert.Contains(t, screen(m), `unknown view "xy"`)
+	press(m, ":", "h", "e", "l", "p", "enter")
+	assert.True(t, m.showHelp)
+	press(m, "esc")
+	press(m, ":", "q", "esc")
+	assert.False(t, m.commanding, "esc drops the command")
+	press(m, ":", "q")
+	cmd := press(m, "enter")
+	require.NotNil(t, cmd)
+	assert.Equal(t, tea.Quit(), cmd(), ":q quits")
+}
+
+func TestOwnersThatDoNotPrintAreQuotedEverywhere(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "a", Owner: "", TTL: provider.NoExpiry}, {Key: "b", Owner: "x\x1b[2J", TTL: time.Minute}}, clock, 1)
+	feed(m, s)
+	for _, view := range []string{"1", "2"} {
+		press(m, view)
+		out := m.View().Content
+		assert.NotContains(t, out, "\x1b[2J", "view %s: the escape is not sent to the terminal", view)
+		assert.Contains(t, screen(m), `"x\x1b[2J"`, "view %s", view)
+		assert.Contains(t, screen(m), `""`, "view %s: the empty owner", view)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/help"
 	"github.com/locktui/locktui/tui/components/statusbar"
@@ -48,6 +49,7 @@ func (m *model) render() string {
 	case m.dialog.Active():
 		page = m.dialog.View()
 	default:
+		m.locks.SetEmpty(m.emptyText())
 		page = m.pages[m.active].View()
 	}
 	page = lipgloss.NewStyle().Height(body).MaxHeight(body).Render(page)
@@ -73,6 +75,9 @@ func (m *model) tabs() string {
 	}
 	if m.query.Filter != "" && !m.editing {
 		right = append(right, st.Info.Render("/"+m.query.Filter))
+		if m.loaded && m.view != nil && m.view.Query.Filter == m.query.Filter {
+			right = append(right, fmt.Sprintf("%s of %s", common.Count(m.view.Matched), plural(m.view.Total, "lock", "locks")))
+		}
 	}
 	r := strings.Join(right, " ")
 	gap := m.common.Width - lipgloss.Width(left) - lipgloss.Width(r)
@@ -82,6 +87,49 @@ func (m *model) tabs() string {
 	return left + strings.Repeat(" ", gap) + r
 }
 
+// emptyText is what the locks table says when no row passes: never "no match" before the
+// whole namespace was read.
+func (m *model) emptyText() string {
+	if l := m.lookup; l.key != "" {
+		key := provider.Printable(l.key)
+		switch {
+		case !l.done:
+			return "reading " + key + "…"
+		case l.err != nil:
+			return fmt.Sprintf("could not read %s: %v", key, l.err)
+		case !l.found:
+			return fmt.Sprintf("%s is not locked: no key %s (read just now)", key, provider.Printable(m.cfg.Namespace+l.key))
+		}
+	}
+	switch {
+	case m.scanning && !m.loaded:
+		return m.scanProgress()
+	case !m.loaded:
+		return "loading…"
+	case m.query.Filter != "":
+		return fmt.Sprintf("no locks match /%s (whole namespace read %s ago)", m.query.Filter,
+			common.Duration(m.common.Now().Sub(m.lastGood)))
+	}
+	return "no locks under " + provider.Printable(m.cfg.Namespace)
+}
+
+// scanProgress says how far the first refresh is: never "no match" before it has read the
+// whole namespace.
+func (m *model) scanProgress() string {
+	p := m.src.Progress()
+	total := m.conn.info.Keys
+	none := "no locks yet"
+	if m.query.Filter != "" {
+		none = "no match yet"
+	}
+	text := fmt.Sprintf("%s: scanned ~%s keys", none, common.Count(p.Examined))
+	if total > 0 {
+		text = fmt.Sprintf("%s: scanned ~%s of %s keys (%d%%)", none,
+			common.Count(min(p.Examined, total)), common.Count(total), min(100*p.Examined/total, 99))
+	}
+	return text + fmt.Sprintf(", %s so far", plural(p.Locks, "lock", "locks"))
+}
+
 // footer is the filter being typed, else the latest notice, else the short help.
 func (m *model) footer() string {
 	st := m.common.Styles
@@ -89,6 +137,8 @@ func (m *model) footer() string {
 	switch {
 	case m.editing:
 		return m.filter.View(w)
+	case m.commanding:
+		return m.command.View(w)
 	case m.notice.text != "" && (m.notice.until.IsZero() || m.common.Now().Before(m.notice.until)):
 		if m.notice.err {
 			return st.Error.Render(common.Truncate(m.notice.text, w))
@@ -121,15 +171,15 @@ func (m *model) status() statusbar.Status {
 	switch {
 	case m.cfg.NoEvents && m.cfg.Events == nil:
 		s.Events = "no events"
-	case m.eventsOn:
+	case m.events.on:
 		s.Events = "events"
-	case m.eventsErr != nil:
+	case m.events.err != nil:
 		s.Events = "no events"
 	}
 	s.Stale, s.Age = m.stale()
 	if m.conn.down {
 		s.Reconnecting = true
-		s.RetryIn = max(m.conn.retryAt.Sub(m.common.Now()), 0)
+		s.RetryIn = m.conn.retry.wait(m.common.Now())
 	}
 	if m.sampler != nil {
 		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(m.sampleStats.Left),
@@ -146,11 +196,11 @@ func (m *model) status() statusbar.Status {
 func (m *model) refreshMode() string {
 	interval := m.pollInterval()
 	mode := "poll " + common.Duration(interval)
-	if m.keyspaceOn {
+	if m.keyspace.on {
 		mode = "keyspace events + " + mode
 	}
 	base := m.cfg.Refresh
-	if m.keyspaceOn {
+	if m.keyspace.on {
 		base = m.cfg.KeyspacePoll
 	}
 	if interval > base && m.src.Budget() > 0 {
@@ -171,7 +221,7 @@ func (m *model) costLines() []string {
 		source.ScanCost, budget)
 	st := m.lastScan
 	if st.Scans == 0 {
-		return []string{first, "  last refresh: not done yet · c (sampling) costs extra"}
+		return []string{first, "  last refresh: not done yet · " + m.common.Keys.Sample.Help().Key + " (sampling) costs extra"}
 	}
 	last := fmt.Sprintf("  last refresh: %s SCAN (~%s keys) + %s reads = %s",
 		common.Count(st.Scans), common.Count(st.Scans*source.ScanCount),

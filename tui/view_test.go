@@ -4,12 +4,16 @@ import (
 	"image/color"
 	"regexp"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/common"
+	"github.com/locktui/locktui/tui/source"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -52,14 +56,14 @@ func TestSamplingStatesItsCost(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	feed(m, sampleStore())
-	cmd := press(m, "c")
+	cmd := press(m, "p")
 	require.NotNil(t, cmd, "sampling starts reading")
 	require.NotNil(t, m.sampler)
 	assert.Equal(t, "stuck:job", m.sampler.Keys()[0], "the selected key first")
 	assert.Len(t, m.sampler.Keys(), 4, "the keys on screen")
 	out := screen(m)
 	assert.Contains(t, out, "sampling 30s: +33 cmds/s", "4 keys × 2 commands × 4/s + INFO")
-	press(m, "c")
+	press(m, "p")
 	assert.Nil(t, m.sampler)
 	assert.Contains(t, screen(m), "sampling stopped")
 }
@@ -81,8 +85,67 @@ func TestEnterOnDetailAndBack(t *testing.T) {
 
 func TestKeysBeforeTheFirstView(t *testing.T) {
 	m := newTestModel(t, Config{})
-	for _, k := range []string{"c", "d", "D", "enter", "s", "4", "3", "c", "2", "enter", "/", "x", "enter", "?"} {
+	for _, k := range []string{"c", "C", "p", ":", "x", "enter", "d", "D", "enter", "s", "4", "3", "c", "2", "enter", "/", "x", "enter", "?"} {
 		press(m, k) // nothing to act on yet: no key may crash
 	}
 	assert.Contains(t, screen(m), "Keys")
+}
+
+func TestDetailShowsAShortLeaseUnrounded(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "k", Owner: "o", TTL: 1000 * time.Millisecond}}, clock.Add(-40*time.Millisecond), 1)
+	feed(m, s)
+	press(m, "enter")
+	feed(m, s)
+	assert.Contains(t, screen(m), "0.9s of a 1.0s lease", "not \"1.0s of a 0s lease\": the countdown is cut down, the lease kept")
+}
+
+func TestSeenIsNotCalledHeld(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	feed(m, sampleStore())
+	out := screen(m)
+	assert.Contains(t, out, " SEEN ")
+	assert.NotContains(t, out, "HELD FOR")
+	assert.NotRegexp(t, `\bHELD\s+CONT`, out)
+}
+
+func TestCursorStaysOnTheTopRowWhileLoading(t *testing.T) {
+	m := newTestModel(t, Config{})
+	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{}}) // no scan done yet
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "b-held", Owner: "o", TTL: time.Minute}}, clock, 1)
+	feed(m, s)
+	s.Observe([]provider.Lock{{Key: "a-stuck", Owner: "o", TTL: provider.NoExpiry}}, clock, 1)
+	feed(m, s)
+	e, ok := m.locks.Selected()
+	require.True(t, ok)
+	assert.Equal(t, "a-stuck", e.Key, "the NO TTL suspect sorted to the top is under the cursor")
+
+	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
+	press(m, "down")
+	s.Observe([]provider.Lock{{Key: "0-stuck", Owner: "o", TTL: provider.NoExpiry}}, clock, 2)
+	feed(m, s)
+	e, _ = m.locks.Selected()
+	assert.Equal(t, "b-held", e.Key, "once loaded, the cursor follows the chosen key")
+}
+
+func TestKeysAreShortenedInTheMiddle(t *testing.T) {
+	assert.Equal(t, "cart…G1GH", common.Middle("cart:cart_01JK4KH3QZ8W5N2M7XG1GH", 9), "the end, where cart ids differ, stays")
+	assert.Equal(t, "short    ", common.FitMiddle("short", 9))
+	assert.Equal(t, "abc…wxyz", common.FitMiddle("abcdefghijklmnopqrstuvwxyz", 8))
+}
+
+func TestSelectedLineShowsTheWholeKeyBeforeTheOwner(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	key := "inventory:iitem_01JK4KH3QZ8W5N2M7XG1ABCDEFGHJK" // 46 cells
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: key, Owner: "worker:inventory-sync-681490-0001", TTL: provider.NoExpiry}}, clock, 1)
+	feed(m, s)
+	out := screen(m)
+	assert.Contains(t, out, "key "+key+"  owner worker:", "the key whole, the owner shortened in its middle")
+	assert.Contains(t, out, "-0001")
 }

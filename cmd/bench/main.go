@@ -55,6 +55,7 @@ type options struct {
 	scenarios string
 	compat    string
 	redisURL  string
+	fairQueue bool
 }
 
 // errUsage marks a command-line error (exit status 2); flag has already printed the details.
@@ -72,6 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.impls, "impl", "all", "comma-separated implementations to run (go, stock, bridge)")
 	fs.StringVar(&o.scenarios, "scenario", "all", "comma-separated scenarios to run ("+strings.Join(bench.Plan{Scenarios: bench.DefaultScenarios(), Multi: bench.DefaultMultiScenarios(), Cluster: bench.DefaultClusterScenarios()}.Names(), ", ")+"); a multi-process scenario runs only when --impl has all its implementations, the cluster ones only with go")
 	fs.StringVar(&o.compat, "compat", "", "the compat/ directory with node_modules (default: found from the working directory)")
+	fs.BoolVar(&o.fairQueue, "fair-queue", false, "run the Go provider, Go worker processes and the bridge with the fair queue on (docs/waiting.md); stock is unchanged")
 	fs.StringVar(&o.redisURL, "redis-url", "", "use this Redis instead of starting a private redis-server (it must be a scratch server: the run writes keys)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: bench [flags]\n\nRuns the Go provider, stock Medusa and the bridge client side by side and prints a JSON report.")
@@ -172,6 +174,7 @@ func runBench(ctx context.Context, o options, plan bench.Plan, impls []bench.Imp
 		Cluster:       plan.Cluster,
 		Impls:         impls,
 		Log:           stderr,
+		FairQueue:     o.fairQueue,
 	})
 	if err != nil {
 		return fail(err)

@@ -27,6 +27,7 @@ type options struct {
 	redisURL        string
 	redisTLS        redisconn.TLSFiles
 	namespace       string
+	fairQueue       bool
 	tokens          []bridge.Token
 	insecure        bool
 	tlsCert         string
@@ -103,6 +104,7 @@ func parseFlags(args []string, getenv func(string) string, usage io.Writer) (opt
 	fs.StringVar(&o.redisTLS.Cert, "redis-tls-cert", "", "client certificate `FILE` (PEM) for rediss:// URLs")
 	fs.StringVar(&o.redisTLS.Key, "redis-tls-key", "", "client key `FILE` (PEM) for rediss:// URLs")
 	fs.StringVar(&o.namespace, "namespace", provider.DefaultNamespace, "lock key prefix `NS`")
+	fs.BoolVar(&o.fairQueue, "fair-queue", false, "serve waiting requests first come, first served with every provider that has it")
 	fs.StringArrayVar(&tokens, "token", nil, "accept the bearer `TOKEN`, optionally TOKEN;owner=PREFIX;keys=PREFIX (repeatable)")
 	fs.BoolVar(&o.insecure, "insecure", false, "accept clients that send no token (loopback --listen only; not with restricted tokens)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS (wss://) with the certificate `FILE` (PEM, with --tls-key)")

@@ -85,7 +85,7 @@ func run(ctx context.Context, stopSignals func(), args []string, stdout, stderr 
 		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	cfg := bridge.Config{
-		Client: client, Namespace: opts.namespace, Tokens: opts.tokens, Insecure: opts.insecure,
+		Client: client, Namespace: opts.namespace, FairQueue: opts.fairQueue, Tokens: opts.tokens, Insecure: opts.insecure,
 		AllowOrigins: opts.origins, TLS: tlsConf, Limits: opts.limits, Logger: log,
 		MaxConnections: opts.maxConns, MaxConnectionsPerToken: opts.maxConnsToken,
 		ClientTimeout: opts.clientTimeout, ResumeWindow: opts.resumeWindow,

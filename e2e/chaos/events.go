@@ -26,7 +26,11 @@ const (
 	Killed EventKind = "killed"
 )
 
-// Event is one line of a log.
+// Event is one line of a log. It is not a lock event (provider.Event, whose wire form is
+// events.Event): it records what one holder believed (entered, left, was told it lost Key) at a
+// monotonic instant, as the holder's own code saw it, whichever provider it runs (stock Medusa
+// included); the checker compares those beliefs across holders, and a lock event would say what
+// a provider did instead.
 type Event struct {
 	// T is when it happened: CLOCK_MONOTONIC nanoseconds (MonoNow).
 	T int64 `json:"t"`

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -146,7 +147,7 @@ func StartBridge(ctx context.Context, env Env, namespace string) (*BridgeServer,
 		return nil, err
 	}
 	b := &BridgeServer{Token: rand.Text(), Namespace: namespace, dir: dir, done: make(chan struct{})}
-	if err := b.launch(ctx, bin, env.RedisURL, log); err != nil {
+	if err := b.launch(ctx, bin, env.RedisURL, env.FairQueue, log); err != nil {
 		_ = b.Stop()
 		return nil, err
 	}
@@ -182,7 +183,7 @@ func buildBridge(ctx context.Context, compatDir, dir string, log io.Writer) (str
 }
 
 // launch starts the binary and waits until it is ready (see awaitReady).
-func (b *BridgeServer) launch(ctx context.Context, bin, redisURL string, log io.Writer) error {
+func (b *BridgeServer) launch(ctx context.Context, bin, redisURL string, fair bool, log io.Writer) error {
 	b.cmd = exec.Command(bin,
 		"--listen", "127.0.0.1:0",
 		"--redis", redisURL,
@@ -190,6 +191,7 @@ func (b *BridgeServer) launch(ctx context.Context, bin, redisURL string, log io.
 		"--events=false",
 		"--log-format", "json",
 		"--shutdown-timeout", bridgeShutdownTimeout.String(),
+		"--fair-queue="+strconv.FormatBool(fair),
 	)
 	// The token stays off the command line; exec keeps the last BRIDGE_TOKEN, so an inherited
 	// one is not accepted too.

@@ -132,7 +132,7 @@ func runCluster(ctx context.Context, cfg Config) ([]Result, []string, error) {
 	defer cl.Stop()
 	ccfg := cfg
 	ccfg.RedisURL = cl.URL
-	env := Env{RedisURL: cl.URL, CompatDir: cfg.CompatDir, Log: cfg.Log, bridge: &sharedBridge{}}
+	env := Env{RedisURL: cl.URL, CompatDir: cfg.CompatDir, Log: cfg.Log, FairQueue: cfg.FairQueue, bridge: &sharedBridge{}}
 	defer func() {
 		if err := env.bridge.stop(); err != nil {
 			fmt.Fprintf(cfg.Log, "bench: warning: cluster: %v\n", err)

@@ -57,7 +57,12 @@ func (g GoImpl) Open(ctx context.Context, env Env) (Runner, error) {
 		_ = counter.Close()
 		return nil, fmt.Errorf("%s: redis %s does not answer: %w", g.Name(), redisconn.Describe(env.RedisURL), err)
 	}
-	return &goRunner{name: g.Name(), opts: g.Options, wrap: g.Wrap, locks: locks, counter: counter}, nil
+	var opts provider.Options
+	if g.Options != nil {
+		opts = *g.Options
+	}
+	opts.FairQueue = opts.FairQueue || env.FairQueue
+	return &goRunner{name: g.Name(), opts: &opts, wrap: g.Wrap, locks: locks, counter: counter}, nil
 }
 
 type goRunner struct {

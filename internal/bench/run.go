@@ -79,6 +79,8 @@ type Config struct {
 	GoWorker []string
 	// Log receives progress; default io.Discard.
 	Log io.Writer
+	// FairQueue runs this project's implementations with the fair queue on (Env.FairQueue).
+	FairQueue bool
 }
 
 func (c Config) withDefaults() Config {
@@ -162,7 +164,7 @@ type Report struct {
 // returns the report. A correctness failure is reported in Report.Problems, not as an error.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg = cfg.withDefaults()
-	env := Env{RedisURL: cfg.RedisURL, CompatDir: cfg.CompatDir, Log: cfg.Log}
+	env := Env{RedisURL: cfg.RedisURL, CompatDir: cfg.CompatDir, Log: cfg.Log, FairQueue: cfg.FairQueue}
 	rep := &Report{
 		Env: Environment{
 			Go: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), Cores: runtime.NumCPU(),

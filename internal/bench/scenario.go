@@ -227,6 +227,9 @@ type Env struct {
 	CompatDir string
 	// Log receives progress lines and child-process stderr.
 	Log io.Writer
+	// FairQueue turns the fair queue on (provider.Options.FairQueue, the bridge's
+	// --fair-queue) for this project's implementations: Go, Go worker processes and the bridge.
+	FairQueue bool
 
 	// bridge, when set, is the run's one bridge server, shared by its bridge runners.
 	bridge *sharedBridge

@@ -20,6 +20,9 @@ import (
 // starts such processes for the multi-process scenarios.
 const WorkerEnv = "LOCKTUI_BENCH_WORKER"
 
+// workerFairEnv=1 in a worker process's environment turns the fair queue on (Env.FairQueue).
+const workerFairEnv = "LOCKTUI_BENCH_FAIR_QUEUE"
+
 // IsWorker reports whether this process was started as a Go worker process (WorkerEnv=1).
 func IsWorker() bool { return os.Getenv(WorkerEnv) == "1" }
 
@@ -75,7 +78,8 @@ func serveOne(ctx context.Context, runners map[string]Runner, line []byte) (*Raw
 	r, ok := runners[spec.RedisURL]
 	if !ok {
 		var err error
-		if r, err = (GoImpl{ImplName: spec.Impl}).Open(ctx, Env{RedisURL: spec.RedisURL}); err != nil {
+		if r, err = (GoImpl{ImplName: spec.Impl}).Open(ctx, Env{RedisURL: spec.RedisURL,
+			FairQueue: os.Getenv(workerFairEnv) == "1"}); err != nil {
 			return nil, err
 		}
 		runners[spec.RedisURL] = r
@@ -113,6 +117,9 @@ func (g GoProcessImpl) Open(ctx context.Context, env Env) (Runner, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), WorkerEnv+"=1")
+	if env.FairQueue {
+		cmd.Env = append(cmd.Env, workerFairEnv+"=1")
+	}
 	r := &nodeRunner{name: g.Name()}
 	if err := r.startCmd(ctx, cmd, env.Log); err != nil {
 		_ = r.Close()

@@ -1,10 +1,9 @@
 package cli
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -12,39 +11,27 @@ import (
 	"github.com/locktui/locktui/redisconn"
 )
 
-// auditTimeout bounds each audit write. The deadline is the write's own, detached from the
-// command's context: a command interrupted right after a release still leaves its record.
-const auditTimeout = 5 * time.Second
-
-// OpenAudit opens the audit trail cfg names: the file cfg.AuditLog (audit.DefaultPath() when
-// empty) and, when cfg.AuditStream is set, that Redis stream on client. closeFn closes the file;
-// the caller keeps ownership of client. The console and the commands that release locks
-// (release, release-all) both open their trail here, so they write to the same places.
-func (cfg ConsoleConfig) OpenAudit(client redis.UniversalClient) (sink audit.Sink, closeFn func(), err error) {
-	path := cfg.AuditLog
-	if path == "" {
-		p, err := audit.DefaultPath()
-		if err != nil {
-			return nil, nil, fmt.Errorf("no audit log path (give one with --audit-log): %w", err)
-		}
-		path = p
-	}
-	file, err := audit.NewFile(path)
-	if err != nil {
+// OpenAudit opens the audit trail cfg names (audit.Open): the file cfg.AuditLog
+// (audit.DefaultPath() when empty) and, when cfg.AuditStream is set, that Redis stream on
+// client. closeFn closes the file; the caller keeps ownership of client. The console and the
+// commands that release locks (release, release-all) both open their trail here, so they write
+// to the same places.
+func (cfg ConsoleConfig) OpenAudit(client redis.UniversalClient) (sink *audit.Trail, closeFn func(), err error) {
+	trail, err := audit.Open(audit.Options{Path: cfg.AuditLog, Stream: cfg.AuditStream, Client: client})
+	switch {
+	case errors.Is(err, audit.ErrNoPath):
+		return nil, nil, fmt.Errorf("no audit log path (give one with --audit-log): %w", err)
+	case err != nil:
 		return nil, nil, fmt.Errorf("open the audit log (choose another with --audit-log): %w", err)
 	}
-	sinks := []audit.Sink{file}
-	if cfg.AuditStream != "" {
-		sinks = append(sinks, audit.NewStream(client, cfg.AuditStream, 0))
-	}
-	return audit.Multi(sinks...), func() { _ = file.Close() }, nil
+	return trail, func() { _ = trail.Close() }, nil
 }
 
-// trail is where release and release-all record what they did.
+// trail is where release and release-all record what they did: the releaser they release
+// through (audit.Releaser, the console's path too) and its file.
 type trail struct {
-	sink    audit.Sink
+	*audit.Releaser
 	closeFn func()
-	base    audit.Record // operator, namespace and server of every record
 	warnf   func(format string, args ...any)
 }
 
@@ -55,38 +42,24 @@ func (s *session) openTrail(o *options, c *conn) (*trail, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := audit.Record{Operator: audit.Operator(), Namespace: o.namespace, Server: redisconn.Describe(o.url)}
-	return &trail{sink: sink, closeFn: closeFn, base: base, warnf: s.warnf}, nil
+	r := &audit.Releaser{Provider: c.p, Sink: sink, Operator: audit.Operator(), Namespace: o.namespace,
+		Server: redisconn.Describe(o.url)}
+	return &trail{Releaser: r, closeFn: closeFn, warnf: s.warnf}, nil
 }
 
 // Close closes the audit file.
 func (t *trail) Close() { t.closeFn() }
 
-// write records one action. The action it records has happened, so a failed write does not
-// change the exit code: it is one warning line on stderr, and the sinks that work still get
-// the record.
-func (t *trail) write(ctx context.Context, r audit.Record) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), auditTimeout)
-	defer cancel()
-	r.Time = time.Now()
-	r.Operator, r.Namespace, r.Server = t.base.Operator, t.base.Namespace, t.base.Server
-	if err := t.sink.Write(ctx, r); err != nil {
-		subject := strconv.Quote(r.Key)
-		if r.Key == "" {
-			subject = "owner " + strconv.Quote(r.Owner)
-		}
-		t.warnf("could not audit %s of %s (%s): %s", r.Action, subject, r.Result, oneLine(err.Error()))
+// warnAudit says that the record of a release could not be written. The release has happened,
+// so a failed write does not change the exit code: it is one warning line on stderr, and the
+// sinks that work still got the record.
+func (t *trail) warnAudit(action, key string, r audit.Released) {
+	if r.AuditErr == nil {
+		return
 	}
-}
-
-// auditResult is the Result of an action that released count keys, or failed with err.
-func auditResult(count int, err error) string {
-	switch {
-	case err != nil:
-		return audit.ResultError(err)
-	case count == 0:
-		return audit.ResultNotHeld
-	default:
-		return audit.ResultReleased
+	subject := strconv.Quote(key)
+	if key == "" {
+		subject = "owner " + strconv.Quote(r.Owner)
 	}
+	t.warnf("could not audit %s of %s (%s): %s", action, subject, r.Result(), oneLine(r.AuditErr.Error()))
 }

@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unicode"
 
 	"github.com/redis/go-redis/v9"
 
@@ -231,13 +230,8 @@ func oneLine(s string) string {
 }
 
 // display shows a key or owner as is when it is plain, quoted when it is empty or holds
-// spaces or control characters.
-func display(s string) string {
-	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
-		return strconv.Quote(s)
-	}
-	return s
-}
+// spaces or control characters (provider.Printable, the console's rule too).
+func display(s string) string { return provider.Printable(s) }
 
 // quoteKeys renders keys as "a", "b".
 func quoteKeys(keys []string) string {

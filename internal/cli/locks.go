@@ -134,7 +134,7 @@ func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
 			continue
 		}
 		seen[key] = true
-		released, err := s.releaseOne(ctx, c.p, tr, key, o)
+		released, err := s.releaseOne(ctx, tr, key, o)
 		if err != nil {
 			return s.fail(err)
 		}
@@ -146,43 +146,31 @@ func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	return ExitOK
 }
 
-// releaseOne releases one key as release asks, audits it, and reports the outcome: released
-// keys on stdout, the others on stderr with the reason. --force is audited as
-// force_release_any with the owner the key had; --owner as force_release, the owner-checked
-// compare-and-delete the console's d does (see the package documentation).
-func (s *session) releaseOne(ctx context.Context, p *provider.Provider, tr *trail, key string, o *options) (bool, error) {
-	action, owner := audit.ActionForceRelease, o.owner
-	var ok bool
-	var err error
+// releaseOne releases one key as release asks, audits it (audit.Releaser, the console's path),
+// and reports the outcome: released keys on stdout, the others on stderr with the reason.
+// --force is audited as force_release_any with the owner the key had; --owner as
+// force_release, the owner-checked compare-and-delete the console's d does (see the package
+// documentation).
+func (s *session) releaseOne(ctx context.Context, tr *trail, key string, o *options) (bool, error) {
+	var r audit.Released
+	action := audit.ActionForceRelease
 	if o.force {
 		action = audit.ActionForceReleaseAny
-		owner, ok, err = p.ForceReleaseAny(ctx, key)
+		r = tr.ForceReleaseAny(ctx, key)
 	} else {
-		ok, err = p.Release(ctx, []string{key}, o.owner)
-		if err != nil && isForeign(ctx, p, key) {
-			err = nil // WRONGTYPE: not a lock, which whyNotReleased reports as for --force
-		}
+		r = tr.ForceRelease(ctx, key, o.owner)
 	}
-	count := 0
 	switch {
-	case err != nil:
-	case !ok:
-		s.whyNotReleased(ctx, p, key, o.owner)
+	case r.Err != nil:
+	case r.Count == 0:
+		s.whyNotReleased(ctx, tr.Provider, key, o.owner)
 	case o.force:
-		count = 1
-		fmt.Fprintf(s.stdout, "released %q (owner %q)\n", key, owner)
+		fmt.Fprintf(s.stdout, "released %q (owner %q)\n", key, r.Owner)
 	default:
-		count = 1
 		fmt.Fprintf(s.stdout, "released %q\n", key)
 	}
-	tr.write(ctx, audit.Record{Action: action, Key: key, Owner: owner, Result: auditResult(count, err), Count: count})
-	return ok, err
-}
-
-// isForeign reports whether key exists under the namespace but is not a lock.
-func isForeign(ctx context.Context, p *provider.Provider, key string) bool {
-	l, held, err := p.Get(ctx, key)
-	return err == nil && held && l.Foreign
+	tr.warnAudit(action, key, r)
+	return r.Count == 1, r.Err
 }
 
 // whyNotReleased says on stderr why key was not released for owner ("" for any owner).
@@ -216,11 +204,12 @@ func runReleaseAll(ctx context.Context, s *session, o *options, p parsedArgs) in
 		return s.fail(err)
 	}
 	defer tr.Close()
-	n, err := c.p.ReleaseAll(ctx, o.owner)
-	tr.write(ctx, audit.Record{Action: audit.ActionReleaseOwner, Owner: o.owner, Result: auditResult(n, err), Count: n})
-	if err != nil {
-		return s.fail(err)
+	r := tr.ReleaseOwner(ctx, o.owner)
+	tr.warnAudit(audit.ActionReleaseOwner, "", r)
+	if r.Err != nil {
+		return s.fail(r.Err)
 	}
+	n := r.Count
 	noun := "locks"
 	if n == 1 {
 		noun = "lock"

@@ -137,7 +137,7 @@ func (s *Simulator) Run(ctx context.Context) error {
 	}()
 	p := provider.New(s.client, &provider.Options{
 		Namespace: s.namespace,
-		Observer:  events.Tee(pub, s.observer),
+		Observer:  provider.MultiObserver(pub, s.observer),
 		Logger:    slog.New(slog.DiscardHandler), // lost leases are the point here, not warnings
 	})
 	for _, st := range s.keys.stuck[:initialStuck] {

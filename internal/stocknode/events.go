@@ -22,7 +22,10 @@ type Error struct {
 // Error returns the stock message unchanged, so it compares with the Go provider's messages.
 func (e *Error) Error() string { return e.Message }
 
-// Event is a notice the driver sends outside the request/reply flow.
+// Event is a notice the driver sends outside the request/reply flow. It is not a lock event
+// (provider.Event, whose wire form is events.Event): it reports what the stock Node process did,
+// in the driver's own terms (its log lines, its jobs, the scripts it ran with their replies), so
+// tests can compare stock's behaviour with the Go provider's; stock Medusa emits no lock events.
 type Event struct {
 	// Event is ready, log, job_started, job_aborted, job_finished, script or
 	// unhandled_rejection.

@@ -2,8 +2,41 @@
 -- acquisition call ARGV[3], and write its holder record KEYS[2] (see lib.lua).
 -- Same logic as @medusajs/locking-redis 2.21.2 acquireLock, with one fix: the same owner
 -- re-enters whether or not the caller queues (stock never re-enters on its queue path).
--- Returns 1 for a fresh lock, 0 when someone else holds it, 2 for a re-entry by the same owner.
+-- ARGV[4] is the fair-queue mode: '' ignores the queue (stock's behaviour); 'check' takes a
+-- free lock only when nobody else queues for it; 'join' does the same and, when it cannot take
+-- the lock, joins (or stays in) the queue with ticket ARGV[3], live for ARGV[5] ms. A re-entry
+-- never queues. Taking the lock leaves the queue.
+-- A free lock that our clients leave to processes that write no holder record for now (see
+-- lib.lua, stock's turns) is not taken either.
+-- Returns 1 for a fresh lock, 0 when someone else holds it (or is ahead in the queue), 2 for a
+-- re-entry by the same owner, and -n when the lock is free but left to others for n more ms.
 local ttl = tonumber(ARGV[2])
+local mode = ARGV[4]
+local fair = mode == 'join' or mode == 'check'
+local function held(status)
+  if mode == 'join' then
+    joinQueue(ARGV[3], tonumber(ARGV[5]))
+  end
+  return status or 0
+end
+local queued = false -- the queue is not empty: the caller's ticket may be in it
+if fair then
+  local head = queueHead()
+  queued = head ~= nil
+  if head and head ~= ARGV[3] then
+    local current = redis.call('GET', KEYS[1])
+    if current == '*' or current ~= ARGV[1] then
+      noteForeign()
+      return held()
+    end
+  end
+end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local left = yieldLeft()
+  if left > 0 then
+    return held(-left)
+  end
+end
 local ok
 if ttl > 0 then
   ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ttl)
@@ -12,12 +45,17 @@ else
 end
 if ok then
   writeRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1])})
+  startRun()
+  if queued then
+    leaveQueue(ARGV[3])
+  end
   return 1
 end
 local current = redis.call('GET', KEYS[1])
 -- The anonymous owner "*" is never re-entrant, exactly as in stock.
 if current == '*' or current ~= ARGV[1] then
-  return 0
+  noteForeign()
+  return held()
 end
 -- A re-entry: keep what the lock was before, so that a call that fails can put it back.
 local prev = {at = expireAt(KEYS[1])}
@@ -32,4 +70,7 @@ else
   redis.call('SET', KEYS[1], ARGV[1], 'XX')
 end
 writeRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1]), re = 1, prev = cjson.encode(prev)})
+if queued then
+  leaveQueue(ARGV[3])
+end
 return 2

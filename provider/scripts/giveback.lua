@@ -4,32 +4,46 @@
 -- record it had before (and if that earlier state is the same call's own, a resent request that
 -- re-entered what it had just taken, that is undone too). Anything else, another owner, a later
 -- re-entry by the same owner, a change by a process that writes no record, is left alone.
+-- The call also leaves the lock's wait queue (its ticket is ARGV[2]). A deleted lock, or a free
+-- lock whose queue head this call was, is announced on the wake-up channel (see lib.lua).
 -- Returns 1 when the lock was deleted, 2 when it was put back, 0 when it was left alone.
-local result = 0
-while true do
-  if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-    return result
-  end
-  local rec = readRecord()
-  if not rec or rec.claim ~= ARGV[2] or not sameExpiry(rec.at) then
-    return result
-  end
-  if not rec.prev then
-    if rec.re then
-      return result -- a re-entry whose earlier state was not kept: the owner keeps the lock
+local function undo()
+  local result = 0
+  while true do
+    if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+      return result
     end
-    redis.call('DEL', KEYS[1], KEYS[2])
-    return 1
+    local rec = readRecord()
+    if not rec or rec.claim ~= ARGV[2] or not sameExpiry(rec.at) then
+      return result
+    end
+    if not rec.prev then
+      if rec.re then
+        return result -- a re-entry whose earlier state was not kept: the owner keeps the lock
+      end
+      redis.call('DEL', KEYS[1], KEYS[2])
+      return 1
+    end
+    local prev = cjson.decode(rec.prev)
+    local at = tonumber(prev.at)
+    if at < 0 then
+      redis.call('PERSIST', KEYS[1])
+    else
+      local t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      redis.call('PEXPIREAT', KEYS[1], math.max(at, now + 1))
+    end
+    writeRecord(prev.rec or {})
+    result = 2
   end
-  local prev = cjson.decode(rec.prev)
-  local at = tonumber(prev.at)
-  if at < 0 then
-    redis.call('PERSIST', KEYS[1])
-  else
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call('PEXPIREAT', KEYS[1], math.max(at, now + 1))
-  end
-  writeRecord(prev.rec or {})
-  result = 2
 end
+local wasHead = queueHead() == ARGV[2]
+leaveQueue(ARGV[2])
+local result = undo()
+if result == 1 or (wasHead and redis.call('EXISTS', KEYS[1]) == 0) then
+  if result == 1 then
+    endRun()
+  end
+  announceFree()
+end
+return result

@@ -8,6 +8,18 @@
 --          the lock by anyone, stock included, can be told
 --   re     1 when that call re-entered a lock its owner already held
 --   prev   (re-entries only) JSON {at, rec}: the lock's expiry and record before the re-entry
+-- KEYS[3] is the lock's wait queue and KEYS[4] its tickets, in the same slot (see queue.go):
+-- the queue is a list of tickets (the claims of waiting acquisitions) in arrival order, the
+-- tickets a sorted set of ticket -> expiry (absolute ms). A ticket that is not refreshed expires
+-- and is dropped when it reaches the head; both keys expire with their last ticket.
+-- KEYS[5] is the lock's share record (see share.go): a hash that exists only while processes
+-- that write no holder record (stock Medusa) contend for the lock, so that our clients, which
+-- hand the lock on within a round trip, leave those processes their turns:
+--   since  when our clients' current run on the lock began (absolute ms)
+--   yield  until when our clients leave the freed lock to the others (absolute ms)
+-- It expires SHARE_MEMORY ms after one of ours last found the lock held by such a process.
+-- The last ARGV of every script is the wake-up channel: a script that frees the lock publishes
+-- "<queue head>\n<lock key>" on it (the head empty when nobody queues).
 
 -- expireAt returns KEYS[1]'s expiry as an absolute Unix time in milliseconds, -1 when it has
 -- none, -2 when the key does not exist. PEXPIRETIME (Redis 7) is exact; older servers add PTTL
@@ -64,5 +76,102 @@ local function writeRecord(rec)
   if #flat > 0 then
     redis.call('HSET', KEYS[2], unpack(flat))
     followLock()
+  end
+end
+
+-- nowMs is the server's time in absolute milliseconds.
+local function nowMs()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- queueHead drops dead tickets (expired or gone) from the front of the queue and returns the
+-- live head, or nil when nobody queues.
+local function queueHead()
+  local now
+  while true do
+    local head = redis.call('LINDEX', KEYS[3], 0)
+    if not head then
+      return nil
+    end
+    local exp = redis.call('ZSCORE', KEYS[4], head)
+    if exp then
+      now = now or nowMs()
+      if tonumber(exp) >= now then
+        return head
+      end
+    end
+    redis.call('LPOP', KEYS[3])
+    redis.call('ZREM', KEYS[4], head)
+  end
+end
+
+-- joinQueue puts ticket at the back of the queue, or keeps its place if it is in it, and makes
+-- it live for ttl more milliseconds; the queue lives as long as its longest-lived ticket.
+local function joinQueue(ticket, ttl)
+  if not redis.call('ZSCORE', KEYS[4], ticket) then
+    redis.call('RPUSH', KEYS[3], ticket)
+  end
+  redis.call('ZADD', KEYS[4], nowMs() + ttl, ticket)
+  local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', KEYS[3], last[2])
+  redis.call('PEXPIREAT', KEYS[4], last[2])
+end
+
+-- leaveQueue takes ticket out of the queue (nothing when it is not in it).
+local function leaveQueue(ticket)
+  if redis.call('ZREM', KEYS[4], ticket) == 1 then
+    redis.call('LREM', KEYS[3], 1, ticket)
+  end
+end
+
+-- announceFree tells the waiters that the lock is free: the queue head, if any, is the one to
+-- take it (see listen.go).
+local function announceFree()
+  redis.call('PUBLISH', ARGV[#ARGV], (queueHead() or '') .. '\n' .. KEYS[1])
+end
+
+-- Stock's turns (share.go has the rule and docs/waiting.md the reasons): after our clients
+-- have held the lock for SHARE_RUN ms in a row while a process that writes no holder record
+-- contends, the release that frees it leaves it free for that process for SHARE_WINDOW ms.
+-- SHARE_RUN, SHARE_WINDOW and SHARE_MEMORY are defined in front of this file (share.go).
+
+-- noteForeign remembers that the lock is held by a process that writes no holder record (or
+-- a record of another owner), and ends our run.
+local function noteForeign()
+  local owner = redis.call('GET', KEYS[1])
+  if owner and redis.call('HGET', KEYS[2], 'owner') ~= owner then
+    redis.call('HDEL', KEYS[5], 'since', 'yield')
+    redis.call('HSET', KEYS[5], 'seen', nowMs())
+    redis.call('PEXPIRE', KEYS[5], SHARE_MEMORY)
+  end
+end
+
+-- yieldLeft is how many ms the free lock is still left to the others (0: none).
+local function yieldLeft()
+  local y = redis.call('HGET', KEYS[5], 'yield')
+  if not y then
+    return 0
+  end
+  return math.max(tonumber(y) - nowMs(), 0)
+end
+
+-- startRun notes, when others contend, that a run of ours on the lock begins.
+local function startRun()
+  if redis.call('EXISTS', KEYS[5]) == 1 and redis.call('HSETNX', KEYS[5], 'since', nowMs()) == 1 then
+    redis.call('HDEL', KEYS[5], 'yield')
+  end
+end
+
+-- endRun, called by a delete of ours that freed the lock, leaves it to the others for
+-- SHARE_WINDOW ms when our run has lasted SHARE_RUN ms.
+local function endRun()
+  local since = redis.call('HGET', KEYS[5], 'since')
+  if since then
+    local now = nowMs()
+    if now - tonumber(since) >= SHARE_RUN then
+      redis.call('HDEL', KEYS[5], 'since')
+      redis.call('HSET', KEYS[5], 'yield', now + SHARE_WINDOW)
+    end
   end
 end

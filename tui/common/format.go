@@ -11,17 +11,32 @@ import (
 	"github.com/locktui/locktui/provider"
 )
 
+// NoExpiry is how a time to live that never ends reads, in the console as in the CLI.
+const NoExpiry = "no expiry"
+
 // TTL formats a time to live for a table cell: tenths of a second under a minute so the
-// countdown moves smoothly, "never" for a lock without expiry.
+// countdown moves smoothly, cut down (never rounded up: a countdown does not overstate what is
+// left), NoExpiry for a key without expiry.
 func TTL(d time.Duration) string {
 	switch {
 	case d == provider.NoExpiry:
-		return "never"
+		return NoExpiry
 	case d < time.Minute:
-		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
+		return tenths(d.Truncate(100*time.Millisecond)) + "s"
 	}
 	return Duration(d)
 }
+
+// Lease formats the length of a lease: tenths of a second under a minute (a 0.8 s lease is
+// not "0s"), else as Duration.
+func Lease(d time.Duration) string {
+	if d < time.Minute {
+		return tenths(d.Round(100*time.Millisecond)) + "s"
+	}
+	return Duration(d)
+}
+
+func tenths(d time.Duration) string { return strconv.FormatFloat(max(d, 0).Seconds(), 'f', 1, 64) }
 
 // Duration formats a duration compactly: 42s, 4m03s, 2h05m, 3d04h.
 func Duration(d time.Duration) string {
@@ -98,6 +113,29 @@ func FitRight(s string, width int) string {
 		return ansi.Truncate(s, width, "…")
 	}
 	return strings.Repeat(" ", width-w) + s
+}
+
+// FitMiddle is Fit that shortens s in the middle ("inventory:it…01JK4KH3"), keeping its start
+// and its end: keys and owner ids that share a prefix differ at their end.
+func FitMiddle(s string, width int) string {
+	return Fit(Middle(s, width), width)
+}
+
+// Middle cuts s to width display cells by replacing its middle with "…", without padding.
+func Middle(s string, width int) string {
+	if width <= 0 {
+		return ""
+	}
+	if ansi.StringWidth(s) <= width {
+		return s
+	}
+	if width < 3 {
+		return ansi.Truncate(s, width, "…")
+	}
+	keep := width - 1
+	head := keep / 2
+	tail := keep - head
+	return ansi.Cut(s, 0, head) + "…" + ansi.Cut(s, ansi.StringWidth(s)-tail, ansi.StringWidth(s))
 }
 
 // Truncate cuts s to width display cells, with "…", without padding.

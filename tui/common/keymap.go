@@ -9,7 +9,7 @@ type KeyMap struct {
 
 	NextView, PrevView, Views, Enter, Back key.Binding
 
-	Filter, Sort, SortReverse, Sample, Refresh key.Binding
+	Filter, Command, Sort, SortReverse, Sample, Refresh, CopyKey, CopyOwner key.Binding
 
 	Release, ReleaseAll key.Binding
 
@@ -28,18 +28,21 @@ func DefaultKeyMap(readOnly bool) *KeyMap {
 
 		NextView: key.NewBinding(key.WithKeys("tab"), key.WithHelp("tab", "next view")),
 		PrevView: key.NewBinding(key.WithKeys("shift+tab"), key.WithHelp("S-tab", "prev view")),
-		Views:    key.NewBinding(key.WithKeys("1", "2", "3", "4"), key.WithHelp("1-4", "locks/owners/hot/detail")),
+		Views:    key.NewBinding(key.WithKeys("1", "2", "3", "4"), key.WithHelp("1-4", "pick view")),
 		Enter:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "detail")),
-		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back / clear filter")),
+		Back:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "back/unfilter")),
 
 		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Sort:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort column")),
 		SortReverse: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort")),
-		Sample:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "sample contention 30s")),
+		Command:     key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "view by name")),
+		Sample:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "sample (paid)")),
 		Refresh:     key.NewBinding(key.WithKeys("r", "ctrl+r"), key.WithHelp("r", "refresh now")),
+		CopyKey:     key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "copy key")),
+		CopyOwner:   key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "copy owner")),
 
 		Release:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "force-release")),
-		ReleaseAll: key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "release all of owner")),
+		ReleaseAll: key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "release owner")),
 
 		Help: key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit: key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
@@ -60,8 +63,8 @@ func (k *KeyMap) ShortHelp() []key.Binding {
 func (k *KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
-		{k.NextView, k.PrevView, k.Views, k.Enter, k.Back},
-		{k.Filter, k.Sort, k.SortReverse, k.Sample, k.Refresh},
-		{k.Release, k.ReleaseAll, k.Help, k.Quit},
+		{k.NextView, k.PrevView, k.Views, k.Command, k.Enter, k.Back},
+		{k.Filter, k.Sort, k.SortReverse, k.Refresh, k.CopyKey, k.CopyOwner},
+		{k.Release, k.ReleaseAll, k.Sample, k.Help, k.Quit},
 	}
 }

@@ -2,9 +2,7 @@ package source
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/pubsub"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -52,23 +51,9 @@ type Keyspace struct {
 func (s *Source) SubscribeKeyspace(ctx context.Context, db int) (*Keyspace, error) {
 	prefix := "__keyspace@" + strconv.Itoa(db) + "__:"
 	pattern := prefix + provider.LiteralPattern(s.ns) + "*"
-	confirmCtx, cancel := context.WithTimeout(ctx, subscribeTimeout)
-	defer cancel()
-	ps := s.client.PSubscribe(confirmCtx, pattern)
-	// go-redis cuts I/O at deadlines, not on cancellation: closing the PubSub is what ends the
-	// wait when ctx ends first (the console quits).
-	interrupt := context.AfterFunc(ctx, func() { _ = ps.Close() })
-	_, err := ps.ReceiveTimeout(confirmCtx, subscribeTimeout)
-	if !interrupt() {
-		err = fmt.Errorf("stopped while waiting for the confirmation: %w", context.Cause(ctx))
-	}
+	ps, err := pubsub.Open(ctx, s.client, pubsub.Spec{Patterns: []string{pattern}}, subscribeTimeout)
 	if err != nil {
-		_ = ps.Close()
-		var ne net.Error
-		if (confirmCtx.Err() != nil || errors.As(err, &ne) && ne.Timeout()) && ctx.Err() == nil {
-			err = fmt.Errorf("no confirmation from Redis within %s: %w", subscribeTimeout, err)
-		}
-		return nil, fmt.Errorf("psubscribe %q: %w", pattern, err)
+		return nil, err
 	}
 	k := &Keyspace{
 		ps:      ps,

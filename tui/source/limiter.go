@@ -4,22 +4,23 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // DefaultBudget is the cost per second the console's own reads may use, in commands, with a
 // SCAN counted as the ScanCount keys it examines (see the package documentation).
 const DefaultBudget = 20000
 
-// Limiter is a token bucket of cost units per second (a GET is one, a SCAN ScanCost). The zero
-// rate means unlimited. A caller takes the cost of what it is about to send and waits when the
-// bucket is in debt, so the average rate over any second stays at the budget.
+// Limiter is a token bucket of cost units per second (a GET is one, a SCAN ScanCost), on
+// golang.org/x/time/rate. The zero rate means unlimited. A caller takes the cost of what it is
+// about to send and waits when the bucket is in debt, so the average rate over any second
+// stays at the budget; a cost larger than the burst is taken in burst-sized parts, and the
+// caller waits for the last.
 type Limiter struct {
-	rate  float64 // tokens per second; 0 = unlimited
-	burst float64
+	lim *rate.Limiter // nil: unlimited
 
 	mu      sync.Mutex
-	tokens  float64
-	last    time.Time
 	charged int64
 	now     func() time.Time
 	// sleep waits d or until ctx ends; tests replace it (with now) by a virtual clock.
@@ -32,15 +33,18 @@ type Limiter struct {
 func NewLimiter(perSecond int) *Limiter {
 	l := &Limiter{now: time.Now, sleep: sleep}
 	if perSecond > 0 {
-		l.rate = float64(perSecond)
-		l.burst = max(float64(perSecond)/10, 1)
-		l.tokens = l.burst
+		l.lim = rate.NewLimiter(rate.Limit(perSecond), max(perSecond/10, 1))
 	}
 	return l
 }
 
 // Rate returns the budget in units per second (0: unlimited).
-func (l *Limiter) Rate() int { return int(l.rate) }
+func (l *Limiter) Rate() int {
+	if l.lim == nil {
+		return 0
+	}
+	return int(l.lim.Limit())
+}
 
 // Charged returns the cost charged so far, whatever the rate (also when unlimited).
 func (l *Limiter) Charged() int64 {
@@ -57,19 +61,19 @@ func (l *Limiter) Take(n int) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.charged += int64(n)
-	if l.rate == 0 {
+	if l.lim == nil {
 		return 0
 	}
 	now := l.now()
-	if !l.last.IsZero() {
-		l.tokens = min(l.burst, l.tokens+now.Sub(l.last).Seconds()*l.rate)
+	burst := l.lim.Burst()
+	var wait time.Duration
+	for {
+		part := min(n, burst)
+		wait = max(wait, l.lim.ReserveN(now, part).DelayFrom(now))
+		if n -= part; n <= 0 {
+			return wait
+		}
 	}
-	l.last = now
-	l.tokens -= float64(n)
-	if l.tokens >= 0 {
-		return 0
-	}
-	return time.Duration(-l.tokens / l.rate * float64(time.Second))
 }
 
 // Wait charges n units and waits until the bucket is out of debt or ctx ends.

@@ -2,9 +2,7 @@ package source
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,8 +11,8 @@ import (
 	"github.com/locktui/locktui/provider"
 )
 
-// ScanCount is the COUNT hint of every SCAN: the batch size of a refresh.
-const ScanCount = 100
+// ScanCount is the COUNT hint of every SCAN: the batch size of a refresh (provider.ScanCount).
+const ScanCount = provider.ScanCount
 
 // ScanCost is what one SCAN is charged against the budget: the ScanCount keys of the whole
 // database it examines (MATCH filters after the walk), not one command. A refresh of a database
@@ -34,12 +32,17 @@ type Options struct {
 	Budget int
 }
 
-// Source reads the lock namespace from Redis. It is safe for concurrent use.
+// Source reads the lock namespace from Redis, through the provider's scanner and reads, paced
+// to its budget. It is safe for concurrent use.
 type Source struct {
 	client  redis.UniversalClient
+	p       *provider.Provider
 	ns      string
 	limiter *Limiter
 	scans   atomic.Uint64
+
+	mu       sync.Mutex
+	progress Progress
 }
 
 // New returns a Source for opts.
@@ -53,7 +56,12 @@ func New(opts Options) *Source {
 	case opts.Budget < 0:
 		opts.Budget = 0
 	}
-	return &Source{client: opts.Client, ns: opts.Namespace, limiter: NewLimiter(opts.Budget)}
+	return &Source{
+		client:  opts.Client,
+		p:       provider.New(opts.Client, &provider.Options{Namespace: opts.Namespace}),
+		ns:      opts.Namespace,
+		limiter: NewLimiter(opts.Budget),
+	}
 }
 
 // Namespace returns the key prefix read.
@@ -95,77 +103,54 @@ type ScanStats struct {
 	RoundTrips int
 }
 
-// Scan reads every lock of the namespace into sink, batch by batch, paced to the budget. The
-// SCAN for the next batch rides in the pipeline that reads the current one, so a refresh takes
-// one round trip per batch plus one. A batch is delivered as soon as it is read, so a large
-// namespace fills the screen progressively; EndScan follows only when the whole keyspace was
-// walked without error.
+// Progress is how far the refresh under way is.
+type Progress struct {
+	// Running is true while a refresh walks the database.
+	Running bool
+	// Examined is about how many keys of the database its SCANs examined so far (ScanCount
+	// per SCAN; compare with ServerInfo.Keys or the last refresh's ScanStats.Scans).
+	Examined int
+	// Locks is the number of locks it read so far.
+	Locks int
+}
+
+// Progress returns how far the refresh under way is (Running false when none is).
+func (s *Source) Progress() Progress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.progress
+}
+
+func (s *Source) setProgress(f func(p *Progress)) {
+	s.mu.Lock()
+	f(&s.progress)
+	s.mu.Unlock()
+}
+
+// Scan reads every lock of the namespace into sink, batch by batch, paced to the budget, with
+// provider.ScanWith (one round trip per batch plus one). A batch is delivered as soon as it is
+// read, so a large namespace fills the screen progressively; EndScan follows only when the
+// whole keyspace was walked without error. Progress says how far it is meanwhile.
 func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 	st := ScanStats{Scan: s.scans.Add(1), Started: time.Now()}
+	s.setProgress(func(p *Progress) { *p = Progress{Running: true} })
+	defer s.setProgress(func(p *Progress) { p.Running = false })
 	var locks, cmds, trips, scans, cost atomic.Int64
-	// charge takes the cost of what is about to be sent from the budget, waiting as needed.
-	charge := func(ctx context.Context, n int) error {
-		cost.Add(int64(n))
-		return s.limiter.Wait(ctx, n)
-	}
-	match := provider.LiteralPattern(s.ns) + "*"
-	scanNode := func(ctx context.Context, node redis.Cmdable) error {
-		if err := charge(ctx, ScanCost); err != nil {
-			return err
-		}
-		redisKeys, cursor, err := node.Scan(ctx, 0, match, ScanCount).Result()
-		if err != nil {
-			return fmt.Errorf("scan %q: %w", match, err)
-		}
-		cmds.Add(1)
+	pace := func(ctx context.Context, n, reads int) error {
+		c := n*ScanCost + reads
+		cost.Add(int64(c))
+		cmds.Add(int64(n + reads))
+		scans.Add(int64(n))
 		trips.Add(1)
-		scans.Add(1)
-		for {
-			if len(redisKeys) == 0 && cursor == 0 {
-				return nil
-			}
-			batch := 2 * len(redisKeys) // a GET and a PTTL per key
-			if cursor != 0 {
-				batch += ScanCost // and the SCAN for the next batch
-			}
-			if err := charge(ctx, batch); err != nil {
-				return err
-			}
-			pipe := node.Pipeline()
-			parse := s.queueReads(ctx, pipe, trimKeys(redisKeys, s.ns))
-			var next *redis.ScanCmd
-			if cursor != 0 {
-				next = pipe.Scan(ctx, cursor, match, ScanCount)
-				scans.Add(1)
-			}
-			n := pipe.Len()
-			_, _ = pipe.Exec(ctx)
-			cmds.Add(int64(n))
-			trips.Add(1)
-			found, _, err := parse()
-			if err != nil {
-				return err
-			}
-			locks.Add(int64(len(found)))
-			if len(found) > 0 {
-				sink.Observe(found, time.Now(), st.Scan)
-			}
-			if next == nil {
-				return nil
-			}
-			if redisKeys, cursor, err = next.Result(); err != nil {
-				return fmt.Errorf("scan %q: %w", match, err)
-			}
-		}
+		s.setProgress(func(p *Progress) { p.Examined += n * ScanCount })
+		return s.limiter.Wait(ctx, c)
 	}
-	var err error
-	if cluster, ok := s.client.(*redis.ClusterClient); ok {
-		err = cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			return scanNode(ctx, node)
-		})
-	} else {
-		err = scanNode(ctx, s.client)
-	}
+	err := s.p.ScanWith(ctx, provider.ScanOptions{Pace: pace}, func(found []provider.Lock) error {
+		locks.Add(int64(len(found)))
+		s.setProgress(func(p *Progress) { p.Locks += len(found) })
+		sink.Observe(found, time.Now(), st.Scan)
+		return nil
+	})
 	st.Took = time.Since(st.Started)
 	st.Locks, st.Commands, st.RoundTrips = int(locks.Load()), int(cmds.Load()), int(trips.Load())
 	st.Scans, st.Cost = int(scans.Load()), int(cost.Load())
@@ -176,84 +161,22 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 	return st, nil
 }
 
-func trimKeys(redisKeys []string, ns string) []string {
-	keys := make([]string, len(redisKeys))
-	for i, rk := range redisKeys {
-		keys[i] = strings.TrimPrefix(rk, ns)
-	}
-	return keys
-}
-
 // Read reads keys (without namespace) in one pipeline, paced to the budget, and reports the
 // locks found and the keys missing.
 func (s *Source) Read(ctx context.Context, keys []string) (found []provider.Lock, absent []string, at time.Time, err error) {
-	if len(keys) == 0 {
-		return nil, nil, time.Now(), nil
-	}
-	found, absent, at, err = s.read(ctx, s.client, keys)
-	if err == nil {
+	found, absent, at, err = s.ReadUnpaced(ctx, keys)
+	if err == nil && len(keys) > 0 {
 		err = s.limiter.Wait(ctx, 2*len(keys))
 	}
 	return found, absent, at, err
 }
 
-// ReadUnpaced is Read outside the budget, for sampling, whose cost is stated separately.
+// ReadUnpaced is Read outside the budget: for what the operator asked for by name (an exact
+// lookup, the re-read after a release) and for sampling, whose cost is stated separately.
 func (s *Source) ReadUnpaced(ctx context.Context, keys []string) (found []provider.Lock, absent []string, at time.Time, err error) {
 	if len(keys) == 0 {
 		return nil, nil, time.Now(), nil
 	}
-	return s.read(ctx, s.client, keys)
-}
-
-// read reads owner and TTL of keys with one pipeline of GET and PTTL.
-func (s *Source) read(ctx context.Context, c redis.Cmdable, keys []string) (found []provider.Lock, absent []string, at time.Time, err error) {
-	pipe := c.Pipeline()
-	parse := s.queueReads(ctx, pipe, keys)
-	_, _ = pipe.Exec(ctx)
-	at = time.Now()
-	found, absent, err = parse()
-	return found, absent, at, err
-}
-
-// queueReads queues a GET and a PTTL per key on pipe and returns the function that parses
-// them after Exec, as provider.Scan does: a key of another type is Foreign, a key that
-// vanished between the reads is absent.
-func (s *Source) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []string) func() ([]provider.Lock, []string, error) {
-	gets := make([]*redis.StringCmd, len(keys))
-	ttls := make([]*redis.DurationCmd, len(keys))
-	for i, key := range keys {
-		gets[i] = pipe.Get(ctx, s.ns+key)
-		ttls[i] = pipe.PTTL(ctx, s.ns+key)
-	}
-	return func() (found []provider.Lock, absent []string, _ error) {
-		found = make([]provider.Lock, 0, len(keys))
-		for i, key := range keys {
-			owner, err := gets[i].Result()
-			l := provider.Lock{Key: key, RedisKey: s.ns + key, Owner: owner}
-			switch {
-			case errors.Is(err, redis.Nil):
-				absent = append(absent, key)
-				continue
-			case err != nil && redis.HasErrorPrefix(err, "WRONGTYPE"):
-				l.Owner, l.Foreign = "", true
-			case err != nil:
-				return nil, nil, fmt.Errorf("read %q: %w", key, err)
-			}
-			ttl, err := ttls[i].Result()
-			if err != nil {
-				return nil, nil, fmt.Errorf("read the TTL of %q: %w", key, err)
-			}
-			switch {
-			case ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond:
-				absent = append(absent, key) // expired between GET and PTTL
-				continue
-			case ttl < 0:
-				l.TTL = provider.NoExpiry
-			default:
-				l.TTL = ttl
-			}
-			found = append(found, l)
-		}
-		return found, absent, nil
-	}
+	found, absent, err = s.p.Read(ctx, keys)
+	return found, absent, time.Now(), err
 }

@@ -3,13 +3,14 @@ package source
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/provider"
 )
 
 // ServerInfo is what the console learns about the server once per connection.
@@ -24,6 +25,9 @@ type ServerInfo struct {
 	KeyspaceEvents string
 	// ConfigDenied is true when CONFIG GET was refused (keyspace events are then assumed off).
 	ConfigDenied bool
+	// Keys is the number of keys in the database when it connected (DBSIZE; 0 when unknown or
+	// on a Cluster): how far a first refresh has to walk.
+	Keys int
 }
 
 // Keyspace reports whether the server publishes the keyspace notifications the console
@@ -46,7 +50,7 @@ func (s *Source) Ping(ctx context.Context) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// ServerInfo reads INFO server and CONFIG GET notify-keyspace-events. A refused INFO or CONFIG
+// ServerInfo reads INFO server, DBSIZE and CONFIG GET notify-keyspace-events. A refused INFO or CONFIG
 // (an ACL, a managed Redis) leaves the field empty instead of failing; a transport error fails.
 func (s *Source) ServerInfo(ctx context.Context) (ServerInfo, error) {
 	info := ServerInfo{}
@@ -60,14 +64,23 @@ func (s *Source) ServerInfo(ctx context.Context) (ServerInfo, error) {
 	switch {
 	case err == nil:
 		info.Version = infoField(text, "redis_version")
-	case !isReplyError(err):
+	case !provider.IsReplyError(err):
 		return info, fmt.Errorf("info server: %w", err)
+	}
+	if !info.Cluster {
+		n, err := s.client.DBSize(ctx).Result()
+		switch {
+		case err == nil:
+			info.Keys = int(n)
+		case !provider.IsReplyError(err):
+			return info, fmt.Errorf("dbsize: %w", err)
+		}
 	}
 	cfg, err := s.client.ConfigGet(ctx, "notify-keyspace-events").Result()
 	switch {
 	case err == nil:
 		info.KeyspaceEvents = cfg["notify-keyspace-events"]
-	case isReplyError(err):
+	case provider.IsReplyError(err):
 		info.ConfigDenied = true
 	default:
 		return info, fmt.Errorf("config get notify-keyspace-events: %w", err)
@@ -103,16 +116,4 @@ func infoField(text, name string) string {
 		}
 	}
 	return ""
-}
-
-// isReplyError tells an error reply of the server (the command was refused) from a transport
-// error.
-func isReplyError(err error) bool {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return false
-	}
-	msg := err.Error()
-	return !strings.HasPrefix(msg, "LOADING") && !strings.HasPrefix(msg, "MASTERDOWN") &&
-		!strings.HasPrefix(msg, "CLUSTERDOWN") && !strings.HasPrefix(msg, "TRYAGAIN")
 }

@@ -16,13 +16,10 @@ const (
 	WaiterTimeout = 2 * time.Minute
 )
 
-// Event is one lock event as published by the Go provider, the bridge or the CLI.
-type Event struct {
-	Kind  provider.EventKind
-	Key   string // without namespace
-	Owner string
-	Time  time.Time
-}
+// Event is one lock event as published by the Go provider, the bridge or the CLI: the
+// provider's own event type (events.Event is its wire form), of which the store reads Kind, Key,
+// Owner and Time.
+type Event = provider.Event
 
 // Contention is a key's contention at the time a View was built.
 type Contention struct {

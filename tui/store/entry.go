@@ -60,7 +60,9 @@ type Entry struct {
 	Foreign bool
 	// Lease is the highest TTL seen for the current holding.
 	Lease time.Duration
-	// FirstSeen is when the current owner was first seen holding the key.
+	// FirstSeen is when this console first saw the current owner holding the key: not when it
+	// acquired it (a lock stuck for days reads "seen 0s" right after the console starts). The
+	// records do not carry an acquire time yet; the console says SEEN, not HELD, until they do.
 	FirstSeen time.Time
 	// RenewedAt is when the TTL last jumped up (zero if never).
 	RenewedAt time.Time
@@ -74,13 +76,14 @@ func newEntry(key, owner string) *Entry {
 	return &Entry{Key: key, Owner: owner, keyLower: strings.ToLower(key), ownerLower: strings.ToLower(owner)}
 }
 
-// TTL returns the time left at now: provider.NoExpiry for a lock without expiry, 0 once the
-// deadline passed or the lock is gone. It counts down between observations.
+// TTL returns the time left at now: provider.NoExpiry for a lock (or a key of another type)
+// without expiry, 0 once the deadline passed or the lock is gone. It counts down between
+// observations.
 func (e *Entry) TTL(now time.Time) time.Duration {
 	switch {
 	case !e.GoneAt.IsZero():
 		return 0
-	case e.NoTTL:
+	case e.NoTTL, e.Foreign && e.Deadline.IsZero():
 		return provider.NoExpiry
 	case e.Deadline.IsZero():
 		return 0
@@ -88,8 +91,9 @@ func (e *Entry) TTL(now time.Time) time.Duration {
 	return max(e.Deadline.Sub(now), 0)
 }
 
-// HeldFor is how long the current owner has been seen holding the key.
-func (e *Entry) HeldFor(now time.Time) time.Duration {
+// SeenFor is how long this console has seen the current owner holding the key (see
+// FirstSeen): a lower bound of how long it has held it.
+func (e *Entry) SeenFor(now time.Time) time.Duration {
 	end := now
 	if !e.GoneAt.IsZero() {
 		end = e.GoneAt

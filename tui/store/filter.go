@@ -70,6 +70,17 @@ func (f Filter) MatchKey(key string) bool {
 	return f.matchString(strings.ToLower(key))
 }
 
+// ExactKey returns the key a filter names exactly ("=cart:1" names "cart:1", as typed: Redis
+// keys are case-sensitive), so the console can read it at once instead of waiting for a scan.
+func ExactKey(filter string) (key string, ok bool) {
+	s := strings.TrimSpace(filter)
+	if strings.HasPrefix(strings.ToLower(s), OwnerPrefix) {
+		return "", false
+	}
+	key, ok = strings.CutPrefix(s, "=")
+	return key, ok && key != ""
+}
+
 // Exact returns the filter that matches exactly one owner id (or one key).
 func Exact(owner bool, s string) string {
 	if owner {

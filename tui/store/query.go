@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/locktui/locktui/provider"
 )
 
 // Sort is the order of one table: a column index of that table and a direction. The zero Sort
@@ -20,14 +22,16 @@ type Sort struct {
 func (s Sort) Next(n int) Sort { return Sort{Column: (s.Column + 1) % max(n, 1)} }
 
 // Columns of the locks table. Natural directions: state by attention (NO TTL and EXPIRING
-// first), key and owner A–Z, TTL soonest first, held longest first, contention highest first.
+// first), key and owner A–Z, TTL soonest first, seen longest first, most waiters first,
+// most contended first. Whatever the order, GONE rows come after the live ones.
 const (
 	LockByState = iota
 	LockByKey
 	LockByOwner
 	LockByTTL
-	LockByHeld
-	LockByContention
+	LockBySeen
+	LockByWaiters
+	LockByContended
 	lockColumns
 )
 
@@ -52,7 +56,7 @@ const (
 
 // LockColumns, OwnerColumns and HotColumns name the sortable columns of each table.
 var (
-	LockColumns  = [lockColumns]string{"STATE", "KEY", "OWNER", "TTL", "HELD", "CONTENTION"}
+	LockColumns  = [lockColumns]string{"STATE", "KEY", "OWNER", "TTL", "SEEN", "WAIT", "CONT/s"}
 	OwnerColumns = [ownerColumns]string{"KEYS", "OWNER", "KIND", "OLDEST"}
 	HotColumns   = [hotColumns]string{"CONTENDED", "WAITERS", "ATTEMPTS", "KEY"}
 )
@@ -104,7 +108,10 @@ type View struct {
 	At    time.Time
 	// Total is the number of locks held in the namespace (GONE ones excluded).
 	Total int
-	// Locks are the filtered locks in the order of Query.LockSort, GONE ones included.
+	// Matched is the number of locks held that pass the filter (Total when there is none).
+	Matched int
+	// Locks are the filtered locks in the order of Query.LockSort, live ones first, then the
+	// GONE ones (newest first).
 	Locks []*Entry
 	// Contention holds the contention of every key that had some lately.
 	Contention map[string]*Contention
@@ -133,10 +140,11 @@ func (v *View) Index(key string) int {
 	return -1
 }
 
-// sortRow carries the precomputed sort keys of one lock: primary orders first, then owner
-// (when sorting by owner), then key.
+// sortRow carries the precomputed sort keys of one lock: live before GONE, then primary,
+// then owner (when sorting by owner), then key.
 type sortRow struct {
 	e       *Entry
+	gone    bool
 	primary int64
 }
 
@@ -183,7 +191,10 @@ func (s *Store) Build(q Query, now time.Time) *View {
 			}
 		}
 		if match {
-			rows = append(rows, sortRow{e: e, primary: primaryKey(col, e, now, v.Contention)})
+			if !gone {
+				v.Matched++
+			}
+			rows = append(rows, sortRow{e: e, gone: gone, primary: primaryKey(col, e, now, v.Contention)})
 		}
 	}
 	slices.SortFunc(rows, lockOrder(q.LockSort))
@@ -211,29 +222,31 @@ func (s *Store) Build(q Query, now time.Time) *View {
 
 // primaryKey is the first sort key of e for column col, in ascending natural order.
 func primaryKey(col int, e *Entry, now time.Time, cont map[string]*Contention) int64 {
+	c := cont[e.Key]
 	contention := func() int64 {
-		if len(cont) == 0 {
-			return 0
-		}
-		c := cont[e.Key]
 		if c == nil {
 			return 0
 		}
 		// Higher contention first: negate; contended/s in milli-units, then waiters.
 		return -(int64(c.ContendedPerSec*1000)<<16 + int64(min(c.Waiters, 1<<16-1)))
 	}
+	if !e.GoneAt.IsZero() {
+		return -e.GoneAt.UnixNano() // GONE rows sort apart, after the live ones: newest first
+	}
 	switch col {
 	case LockByTTL:
-		switch {
-		case !e.GoneAt.IsZero():
-			return math.MinInt64
-		case e.NoTTL || e.Foreign:
+		if e.TTL(now) == provider.NoExpiry {
 			return math.MaxInt64
 		}
 		return e.Deadline.UnixNano()
-	case LockByHeld:
+	case LockBySeen:
 		return e.FirstSeen.UnixNano()
-	case LockByContention:
+	case LockByWaiters:
+		if c == nil {
+			return 0
+		}
+		return -(int64(min(c.Waiters, 1<<20))<<40 + int64(c.ContendedPerSec*1000))
+	case LockByContended:
 		return contention()
 	case LockByKey, LockByOwner:
 		return 0
@@ -277,6 +290,12 @@ func (s *Store) detail(key string, c *Contention) *Detail {
 func lockOrder(s Sort) func(a, b sortRow) int {
 	byOwner := s.Column == LockByOwner
 	return func(a, b sortRow) int {
+		if a.gone != b.gone {
+			if a.gone {
+				return 1 // GONE after live, in either direction
+			}
+			return -1
+		}
 		c := cmp.Compare(a.primary, b.primary)
 		if c == 0 && byOwner {
 			c = strings.Compare(a.e.Owner, b.e.Owner)

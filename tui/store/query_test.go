@@ -105,7 +105,7 @@ func TestLockSort(t *testing.T) {
 		{store.Sort{Column: store.LockByKey, Reverse: true}, []string{"e-new", "d-held", "c-nottl", "b-held", "a-expiring"}},
 		{store.Sort{Column: store.LockByOwner}, []string{"e-new", "a-expiring", "d-held", "b-held", "c-nottl"}},
 		{store.Sort{Column: store.LockByTTL}, []string{"a-expiring", "e-new", "b-held", "d-held", "c-nottl"}},
-		{store.Sort{Column: store.LockByHeld}, []string{"a-expiring", "b-held", "c-nottl", "d-held", "e-new"}},
+		{store.Sort{Column: store.LockBySeen}, []string{"a-expiring", "b-held", "c-nottl", "d-held", "e-new"}},
 	}
 	for _, c := range cases {
 		v := s.Build(store.Query{LockSort: c.sort}, now)
@@ -123,7 +123,7 @@ func TestSortByContention(t *testing.T) {
 		s.Event(store.Event{Kind: provider.EventWaiting, Key: "c", Owner: "w", Time: t0})
 	}
 	s.Event(store.Event{Kind: provider.EventWaiting, Key: "b", Owner: "w", Time: t0})
-	v := s.Build(store.Query{LockSort: store.Sort{Column: store.LockByContention}}, t0)
+	v := s.Build(store.Query{LockSort: store.Sort{Column: store.LockByContended}}, t0)
 	assert.Equal(t, []string{"c", "b", "a"}, keysOf(v))
 }
 
@@ -154,6 +154,43 @@ func TestOwners(t *testing.T) {
 }
 
 func TestSortNext(t *testing.T) {
-	s := store.Sort{Column: store.LockByContention, Reverse: true}
+	s := store.Sort{Column: store.LockByContended, Reverse: true}
 	assert.Equal(t, store.Sort{Column: store.LockByState}, s.Next(len(store.LockColumns)))
+}
+
+func TestGoneRowsComeAfterLiveOnesInEveryOrder(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{lock("a-gone", "o", time.Minute), lock("b-gone", "o", time.Minute)}, t0, 1)
+	s.Observe([]provider.Lock{lock("c-live", "o", time.Minute), lock("d-nottl", "o", provider.NoExpiry)}, t0, 2)
+	s.EndScan(2, t0.Add(time.Millisecond), t0.Add(time.Second))
+	s.Absent([]string{"b-gone"}, t0.Add(2*time.Second))
+	now := t0.Add(2 * time.Second)
+	for col := range store.LockColumns {
+		for _, reverse := range []bool{false, true} {
+			v := s.Build(store.Query{LockSort: store.Sort{Column: col, Reverse: reverse}}, now)
+			got := keysOf(v)
+			require.Len(t, got, 4)
+			assert.ElementsMatch(t, []string{"c-live", "d-nottl"}, got[:2], "sort %d reverse %v: live rows first", col, reverse)
+			assert.ElementsMatch(t, []string{"a-gone", "b-gone"}, got[2:], "sort %d reverse %v: GONE rows last", col, reverse)
+		}
+	}
+}
+
+func TestMatchedCountsTheLiveLocksThatPassTheFilter(t *testing.T) {
+	s := filterStore()
+	all := s.Build(store.Query{}, t0)
+	assert.Equal(t, all.Total, all.Matched, "no filter: every lock matches")
+	v := s.Build(store.Query{Filter: "cart"}, t0)
+	assert.Equal(t, all.Total, v.Total)
+	assert.Equal(t, len(v.Locks), v.Matched)
+	assert.Less(t, v.Matched, v.Total)
+}
+
+func TestForeignKeyWithoutExpiryHasNoExpiry(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "list", Foreign: true, TTL: provider.NoExpiry},
+		{Key: "hash", Foreign: true, TTL: 30 * time.Second}}, t0, 1)
+	assert.Equal(t, provider.NoExpiry, s.Lock("list").TTL(t0.Add(time.Hour)), "not about to expire: never")
+	assert.Equal(t, 20*time.Second, s.Lock("hash").TTL(t0.Add(10*time.Second)))
+	assert.Equal(t, store.StateForeign, s.Lock("list").State(t0))
 }

@@ -27,7 +27,7 @@ func TestCountdownBetweenObservations(t *testing.T) {
 	assert.Equal(t, 29500*time.Millisecond, e.TTL(t0.Add(500*time.Millisecond)))
 	assert.Equal(t, time.Duration(0), e.TTL(t0.Add(time.Minute)), "a TTL never goes negative")
 	assert.True(t, e.Counting(t0))
-	assert.Equal(t, 10*time.Second, e.HeldFor(t0.Add(10*time.Second)))
+	assert.Equal(t, 10*time.Second, e.SeenFor(t0.Add(10*time.Second)))
 }
 
 func TestUnchangedObservationKeepsEntry(t *testing.T) {

@@ -217,6 +217,7 @@ class BridgeConnection {
     this.requests.orphaned(link, orphans)
     if (wasCurrent) for (const entry of this.queue) this.armWait(entry)
     if (!this.current) this.scheduleReconnect()
+    this.keepAlive() // a timer scheduled earlier (another link ended) now has orphans to wait for
   }
 
   /** The link's socket is gone. */
@@ -256,8 +257,28 @@ class BridgeConnection {
       this.reconnectTimer = null
       this.connect()
     }, delay)
-    // Keep the process alive only while someone waits for the connection.
-    if (this.queue.length === 0 && this.waiters.size === 0 && this.requests.settling.size === 0) this.reconnectTimer.unref()
+    this.keepAlive()
+  }
+
+  /**
+   * True while a call waits for the next connection: a request queued, a ready() call, or a
+   * request whose connection ended before its reply and which awaits its outcome there (a resume
+   * or a settle).
+   */
+  awaitsConnection() {
+    return this.queue.length > 0 || this.waiters.size > 0 || this.requests.pending
+  }
+
+  /**
+   * The reconnect timer keeps the process alive exactly while a call waits for the connection
+   * (awaitsConnection): Node must not exit with a promise that a reconnect would settle, and an
+   * idle client must not hold a process open. Called whenever one of those may have changed
+   * while the timer runs.
+   */
+  keepAlive() {
+    if (!this.reconnectTimer) return
+    if (this.awaitsConnection()) this.reconnectTimer.ref()
+    else this.reconnectTimer.unref()
   }
 
   // --- the queue ---------------------------------------------------------------------------
@@ -270,7 +291,7 @@ class BridgeConnection {
     else this.queue.push(entry)
     if (!this.current) {
       this.armWait(entry)
-      this.reconnectTimer?.ref()
+      this.keepAlive()
     }
     this.flush()
   }

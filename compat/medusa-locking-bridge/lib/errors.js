@@ -65,16 +65,21 @@ function quoteKeys(keys) {
 }
 
 /**
- * Stock's "Lost the lock" conflict, the reason a job's signal is aborted with when the client
- * itself finds the lease lost (its deadline passed, the connection ended). The bridge's
- * lease_lost event carries its own copy of the message, which is used as it comes.
+ * The "Lost the lock" conflict a job's signal is aborted with when the client itself finds the
+ * lease lost (its deadline passed, the connection ended). Its message is the one the bridge sent
+ * with the lease (`lost_message`: stock's text, composed by the Go provider, which this package
+ * never copies); a bridge that sends none (older than this package) gets a message of this
+ * package's own that says so. The bridge's lease_lost event carries its message too, used as it
+ * comes.
+ *
+ * @param {string[]} keys the lease's keys, in the caller's order, once each
+ * @param {string | undefined} message the lease's lost_message
  */
-function lockLost(keys, cause) {
-  return lockingError(
-    Types.CONFLICT,
-    `Lost the lock for key(s) ${quoteKeys(keys)} while the job was still running: the lease expired before it could be renewed. Increase "expire" if the job is expected to run this long.`,
-    cause ? { cause } : undefined
-  )
+function lockLost(keys, message, cause) {
+  const text =
+    message ||
+    `locking-bridge: lost the lock for key(s) ${quoteKeys(keys)} while the job was still running (the bridge sent no lost_message with the lease, so this is not stock's message: upgrade the bridge)`
+  return lockingError(Types.CONFLICT, text, cause ? { cause } : undefined)
 }
 
 /**

@@ -16,12 +16,14 @@ class Lease {
    * @param {string} id the bridge's lease id (valid on that connection only)
    * @param {string} owner its execute:<uuid> owner
    * @param {string[]} keys the keys as the caller gave them
+   * @param {string} [lostMessage] the grant's lost_message: stock's "Lost the lock…" for these keys
    */
-  constructor(link, id, owner, keys) {
+  constructor(link, id, owner, keys, lostMessage) {
     this.link = link
     this.id = id
     this.owner = owner
     this.keys = keys
+    this.lostMessage = typeof lostMessage === "string" ? lostMessage : undefined
     this.state = "held" // held | lost | released
     this.controller = new AbortController()
   }
@@ -35,8 +37,8 @@ class Lease {
   lose({ reason, cause }) {
     if (this.state !== "held") return
     this.state = "lost"
-    // Every key is lost; name them as the bridge does: de-duplicated and sorted.
-    this.controller.abort(reason ?? lockLost([...new Set(this.keys)].sort(), cause))
+    // Every key is lost: the bridge's message for that names them in the caller's order, once each.
+    this.controller.abort(reason ?? lockLost([...new Set(this.keys)], this.lostMessage, cause))
   }
 
   /**

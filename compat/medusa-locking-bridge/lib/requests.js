@@ -31,6 +31,11 @@ class Requests {
     this.settleTimer = null
   }
 
+  /** True while a request whose connection ended awaits its outcome: a resume or a settle. */
+  get pending() {
+    return this.groups.length > 0 || this.settling.size > 0
+  }
+
   /**
    * Handles the reply to entry; link is the live connection it came on, or null (from a resume,
    * which passes batch to collect what is sent again).
@@ -51,7 +56,7 @@ class Requests {
       if (entry.op !== "lease") return client.finish(entry, null, result)
       // A lease granted on a connection that has ended was released with it.
       if (!link) return this.again(entry, batch)
-      const lease = new Lease(link, result.lease, result.owner, entry.keys)
+      const lease = new Lease(link, result.lease, result.owner, entry.keys, result.lost_message)
       link.addLease(lease, entry.sentAt, result.valid_ms)
       if (performance.now() >= link.deadlines.deadlineOf(lease)) return this.tooLate(entry, lease)
       return client.finish(entry, null, lease)
@@ -171,6 +176,7 @@ class Requests {
     acquire.settleAt = at
     this.settling.add(acquire)
     this.settleDue()
+    this.client.keepAlive()
   }
 
   /** Sends the settles that are due; sets a timer for the next one. */

@@ -4,6 +4,9 @@
 // while disconnected, close(), and token authentication. The bridge runs with a 1 s client
 // timeout, so a silent connection is noticed within a second.
 
+const { spawn } = require("node:child_process")
+const path = require("node:path")
+const readline = require("node:readline")
 const { describe, test, before, after } = require("node:test")
 const assert = require("node:assert/strict")
 const { useBridgeEnv, startProxy, startBridge, freePort, waitFor, sleep } = require("../test-support/env")
@@ -103,6 +106,62 @@ describe("a dropped connection", () => {
     await inFlight(locks, 1)
     cutAndRestore()
     assert.equal(await run, "ran")
+  })
+})
+
+describe("a process whose only work is a request awaiting its outcome", () => {
+  // Defect: after a one-sided cut (the client's socket closed, the bridge's still open) the
+  // lease request waits, orphaned, for a resume on the next connection, and the reconnect timer
+  // was unref'd because the queue, the ready() waiters and the settles were empty: Node exited
+  // with execute's promise never settled.
+  test("stays alive through repeated one-sided cuts until the request settles", async () => {
+    const key = "cd_alive"
+    await env.raw.set(NS + key, "holder")
+    const child = spawn(process.execPath, [path.join(__dirname, "..", "test-support", "execute-child.js"), proxy.url, key], {
+      stdio: ["ignore", "pipe", "inherit"],
+    })
+    const lines = []
+    let waits = 0
+    readline.createInterface({ input: child.stdout }).on("line", (line) => {
+      lines.push(line)
+      if (line === "waiting") waits++
+    })
+    const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)))
+    // Waits for pred, failing at once if the child exits first.
+    const until = (what, pred) =>
+      Promise.race([
+        waitFor(what, pred),
+        exited.then((code) => {
+          if (!pred()) throw new Error(`the child exited (code ${code}) before ${what}: ${lines.join(" | ")}`)
+        }),
+      ])
+    try {
+      for (let cut = 1; cut <= 3; cut++) {
+        await until(`the lease request in flight (${cut})`, () => waits >= cut)
+        proxy.cut("client")
+      }
+      await until("the lease request in flight after the last cut", () => waits >= 4)
+      await env.raw.del(NS + key)
+      assert.equal(await exited, 0, lines.join(" | "))
+    } finally {
+      child.kill("SIGKILL") // a no-op once it exited
+    }
+    assert.deepEqual(lines.filter((l) => l !== "waiting"), ["settled ran"])
+  })
+
+  test("an idle client whose connection is cut does not keep the process alive", async () => {
+    const child = spawn(process.execPath, [path.join(__dirname, "..", "test-support", "execute-child.js"), proxy.url], {
+      stdio: ["ignore", "pipe", "inherit"],
+    })
+    const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)))
+    try {
+      const connected = new Promise((resolve) => readline.createInterface({ input: child.stdout }).on("line", (l) => l === "connected" && resolve()))
+      await Promise.race([connected, exited.then((code) => assert.fail(`the child exited (code ${code}) before it connected`))])
+      proxy.cut("client")
+      assert.equal(await exited, 0, "the process exits by itself: nothing waits for a reconnect")
+    } finally {
+      child.kill("SIGKILL") // a no-op once it exited
+    }
   })
 })
 

@@ -10,13 +10,17 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/locktui/locktui/tui/common"
+	"github.com/locktui/locktui/tui/pages/hot"
+	"github.com/locktui/locktui/tui/pages/locks"
 )
 
-// Notes are the help screen's lines below the keys.
+// Notes are the help screen's lines below the keys: the filter, the states and the columns
+// (the locks and hot pages define their legends).
 var Notes = []string{
-	"filter: substring · glob with * ? [ · =exact · owner:… filters owners",
+	"filter: substring · glob * ? [ · =key (read at once) · owner:… filters owners",
 	"states: NO TTL never expires · EXPIRING <20% of lease or <5s · RENEWED · GONE",
-	"CONTENTION: waiters (w) and contended attempts/s, from lock events or sampling (c)",
+	locks.Legend,
+	"hot: " + hot.Legend,
 }
 
 // View renders the help for keys in width × height; cost describes the Redis budget.
@@ -31,7 +35,7 @@ func View(c *common.Common, keys help.KeyMap, cost []string, width, height int) 
 	var b strings.Builder
 	b.WriteString(st.HelpSection.Render("Keys") + "\n")
 	b.WriteString(fullHelp(h, keys, width))
-	b.WriteString("\n\n" + st.HelpSection.Render("Notes"))
+	b.WriteString("\n" + st.HelpSection.Render("Notes"))
 	for _, n := range Notes {
 		b.WriteString("\n" + common.Truncate(n, width))
 	}

@@ -42,9 +42,15 @@ func (s *Selection) SetRows(m *Model, n int, idAt func(i int) string, indexOf fu
 	s.id = idAt(m.Cursor())
 }
 
-// Update moves m's cursor for msg and selects the row it lands on.
-func (s *Selection) Update(m *Model, msg tea.Msg, n int, idAt func(i int) string) {
+// Reset forgets the selection: the next SetRows selects the row under the cursor.
+func (s *Selection) Reset() { s.id = "" }
+
+// Update moves m's cursor for msg, selects the row it lands on and reports whether msg moved
+// the cursor.
+func (s *Selection) Update(m *Model, msg tea.Msg, n int, idAt func(i int) string) bool {
 	if m.Update(msg) && n > 0 {
 		s.id = idAt(m.Cursor())
+		return true
 	}
+	return false
 }

@@ -22,6 +22,9 @@ type Column struct {
 	Flex int
 	// Right aligns the column right.
 	Right bool
+	// Middle shortens a text too wide for the column in its middle, keeping its start and its
+	// end (keys and owner ids that share a prefix differ at their end), instead of its end.
+	Middle bool
 }
 
 // Cell is one cell: its text and the style to render it with (ignored on the selected row,
@@ -209,8 +212,11 @@ func cellText(row []Cell, c int) string {
 }
 
 func (m *Model) fit(col int, s string) string {
-	if m.columns[col].Right {
+	switch c := m.columns[col]; {
+	case c.Right:
 		return common.FitRight(s, m.widths[col])
+	case c.Middle:
+		return common.FitMiddle(s, m.widths[col])
 	}
 	return common.Fit(s, m.widths[col])
 }

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/sparkline"
 	"github.com/locktui/locktui/tui/store"
@@ -59,14 +60,19 @@ func (p *Page) View() string {
 	now := p.common.Now()
 	label := func(s string) string { return st.StatusKey.Render(common.Fit(s, 11)) }
 	var lines []string
-	lines = append(lines, label("KEY")+st.Title.Render(d.Key))
+	lines = append(lines, label("KEY")+st.Title.Render(provider.Printable(d.Key)))
 	if e := d.Entry; e != nil {
 		state := e.State(now)
+		owner := provider.Printable(e.Owner) + st.Dim.Render("  ("+store.Kind(e.Owner)+")")
+		if e.Foreign {
+			owner = st.Dim.Render("none: a key of another type, not a lock")
+		}
 		lines = append(lines,
 			label("STATE")+st.State(state).Render(state.String()),
-			label("OWNER")+e.Owner+st.Dim.Render("  ("+store.Kind(e.Owner)+")"),
+			label("OWNER")+owner,
 			label("TTL")+ttlLine(e, now),
-			label("HELD FOR")+common.Duration(e.HeldFor(now))+st.Dim.Render("  since "+e.FirstSeen.Format("15:04:05")),
+			label("SEEN FOR")+common.Duration(e.SeenFor(now))+st.Dim.Render("  since "+e.FirstSeen.Format("15:04:05")+
+				", when this console first saw this owner hold it"),
 		)
 	} else {
 		lines = append(lines, label("STATE")+st.Dim.Render("not held"))
@@ -80,7 +86,7 @@ func (p *Page) View() string {
 		if !h.To.IsZero() {
 			span = common.Duration(h.To.Sub(h.From))
 		}
-		lines = append(lines, fmt.Sprintf("  %s  %s  %s", h.From.Format("15:04:05"), common.Fit(span, 7), h.Owner))
+		lines = append(lines, fmt.Sprintf("  %s  %s  %s", h.From.Format("15:04:05"), common.Fit(span, 7), provider.Printable(h.Owner)))
 	}
 	if len(d.History) == 0 {
 		lines = append(lines, st.Dim.Render("  none seen"))
@@ -95,16 +101,21 @@ func (p *Page) View() string {
 }
 
 func ttlLine(e *store.Entry, now time.Time) string {
-	if e.NoTTL {
+	switch {
+	case e.NoTTL:
 		return "never expires (NO TTL: the first suspect for a stuck owner)"
+	case e.TTL(now) == provider.NoExpiry:
+		return common.NoExpiry
+	case e.Foreign:
+		return common.TTL(e.TTL(now))
 	}
-	return fmt.Sprintf("%s of a %s lease", common.TTL(e.TTL(now)), common.Duration(e.Lease))
+	return fmt.Sprintf("%s of a %s lease (the longest TTL seen)", common.TTL(e.TTL(now)), common.Lease(e.Lease))
 }
 
 func (p *Page) contention(c *store.Contention) []string {
 	st := p.common.Styles
 	if c == nil {
-		return []string{st.Dim.Render("  none seen (events, or press c to sample)")}
+		return []string{st.Dim.Render("  none seen (from lock events; " + p.common.Keys.Sample.Help().Key + " samples, paid)")}
 	}
 	width := min(store.HistorySeconds, max(p.width-16, 10))
 	return []string{

@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/sparkline"
 	"github.com/locktui/locktui/tui/components/table"
@@ -22,14 +23,15 @@ type Page struct {
 	table    *table.Model
 	view     *store.View
 	selected table.Selection
+	width    int
 }
 
 // New returns the hot page.
 func New(c *common.Common) *Page {
 	cols := []table.Column{
 		{Title: "#", Width: 3, Right: true},
-		{Title: "KEY", Width: 10, Flex: 2},
-		{Title: "HOLDER", Width: 8, Flex: 1},
+		{Title: "KEY", Width: 10, Flex: 2, Middle: true},
+		{Title: "HOLDER", Width: 8, Flex: 1, Middle: true},
 		{Title: "WAIT", Width: 4, Right: true},
 		{Title: "TRY/s", Width: 6, Right: true},
 		{Title: "CONT/s", Width: 6, Right: true},
@@ -42,8 +44,14 @@ func New(c *common.Common) *Page {
 // sortToColumn maps the hot sort columns to table columns.
 var sortToColumn = [...]int{store.HotByContended: 6, store.HotByWaiters: 3, store.HotByAttempts: 4, store.HotByKey: 1}
 
-// SetSize sets the page size.
-func (p *Page) SetSize(width, height int) { p.table.SetSize(width, height) }
+// Legend explains the columns of the ranking; the page shows it under the table.
+const Legend = "TRY/s attempts/s · 60s contended in the last minute · LAST 20s a second"
+
+// SetSize sets the page size; the legend takes one line.
+func (p *Page) SetSize(width, height int) {
+	p.width = width
+	p.table.SetSize(width, max(height-1, 1))
+}
 
 // SetView shows v, keeping the selected key under the cursor.
 func (p *Page) SetView(v *store.View) {
@@ -78,17 +86,18 @@ func (p *Page) Counting() bool { return false }
 // View renders the rows on screen.
 func (p *Page) View() string {
 	st := p.common.Styles
-	empty := "no contention seen yet (from lock events) · c samples the keys on screen"
-	return p.table.View(func(i int) []table.Cell {
+	empty := "no contention seen yet (from lock events) · " + p.common.Keys.Sample.Help().Key +
+		" samples the keys on screen (paid)"
+	rows := p.table.View(func(i int) []table.Cell {
 		h := p.view.Hot[i]
 		c := h.Contention
 		holder := "(free)"
 		if h.Entry != nil {
-			holder = h.Entry.Owner
+			holder = provider.Printable(h.Entry.Owner)
 		}
 		return []table.Cell{
 			{Text: strconv.Itoa(i + 1), Style: st.Dim},
-			{Text: h.Key, Style: st.Row},
+			{Text: provider.Printable(h.Key), Style: st.Row},
 			{Text: holder, Style: st.Dim},
 			{Text: strconv.Itoa(c.Waiters), Style: st.Row},
 			{Text: common.Rate(c.AttemptsPerSec), Style: st.Row},
@@ -97,6 +106,7 @@ func (p *Page) View() string {
 			{Text: sparkline.Render(c.History, sparkWidth), Style: st.Spark},
 		}
 	}, empty)
+	return rows + "\n" + st.Dim.Render(common.Truncate(Legend, p.width))
 }
 
 // ShortHelp lists the page's keys.

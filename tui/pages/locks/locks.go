@@ -2,60 +2,80 @@
 package locks
 
 import (
-	"fmt"
+	"strconv"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
+	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/table"
 	"github.com/locktui/locktui/tui/store"
 )
 
-// Page is the locks table. The cursor follows the selected key when the rows are re-sorted.
+// Legend explains the columns of the locks table (the help screen shows it).
+const Legend = "SEEN since first seen here · WAIT waiting now · CONT/s contended/s (last 10s)"
+
+// Page is the locks table and, under it, the selected lock's full key and owner on one line.
+// The cursor follows the selected key when the rows are re-sorted, except while the first
+// refresh is loading: then it stays on the top row, where the NO TTL suspects sort, until the
+// operator moves it.
 type Page struct {
 	common   *common.Common
 	table    *table.Model
 	view     *store.View
 	selected table.Selection
 	empty    string
+	width    int
+	// pinned keeps the cursor on the top row (see Page).
+	pinned bool
 }
 
 // New returns the locks page.
 func New(c *common.Common) *Page {
 	cols := []table.Column{
 		{Title: "STATE", Width: 8},
-		{Title: "KEY", Width: 10, Flex: 3},
-		{Title: "OWNER", Width: 8, Flex: 2},
-		{Title: "TTL", Width: 7, Right: true},
-		{Title: "HELD", Width: 7, Right: true},
-		{Title: "CONTENTION", Width: 10, Right: true},
+		{Title: "KEY", Width: 10, Flex: 3, Middle: true},
+		{Title: "OWNER", Width: 8, Flex: 2, Middle: true},
+		{Title: "TTL", Width: 9, Right: true},
+		{Title: "SEEN", Width: 6, Right: true},
+		{Title: "WAIT", Width: 5, Right: true},
+		{Title: "CONT/s", Width: 7, Right: true},
 	}
-	return &Page{common: c, table: table.New(c, cols), empty: "loading…"}
+	return &Page{common: c, table: table.New(c, cols), empty: "loading…", pinned: true}
 }
 
-// SetSize sets the page size.
-func (p *Page) SetSize(width, height int) { p.table.SetSize(width, height) }
+// SetSize sets the page size; the selected lock's line takes one.
+func (p *Page) SetSize(width, height int) {
+	p.width = width
+	p.table.SetSize(width, max(height-1, 1))
+}
 
-// SetView shows v, keeping the selected key under the cursor.
+// SetEmpty sets what the table says when it has no rows (the root model knows whether a
+// refresh is under way, how far it is, and what an exact lookup found).
+func (p *Page) SetEmpty(text string) { p.empty = text }
+
+// SetLoaded ends the pinning of the cursor to the top row: the first refresh is complete.
+func (p *Page) SetLoaded() { p.pinned = false }
+
+// SetView shows v, keeping the selected key under the cursor (the top row while pinned).
 func (p *Page) SetView(v *store.View) {
 	p.view = v
 	p.table.SetSorted(v.Query.LockSort.Column, v.Query.LockSort.Reverse)
-	p.selected.SetRows(p.table, len(v.Locks), p.keyAt, v.Index)
-	if len(v.Locks) == 0 {
-		p.empty = "no locks"
-		if v.Query.Filter != "" {
-			p.empty = fmt.Sprintf("no locks match /%s", v.Query.Filter)
-		}
+	if p.pinned {
+		p.table.SetCursor(0)
+		p.selected.Reset()
 	}
+	p.selected.SetRows(p.table, len(v.Locks), p.keyAt, v.Index)
 }
 
 func (p *Page) keyAt(i int) string { return p.view.Locks[i].Key }
 
-// Update moves the cursor.
+// Update moves the cursor; a move ends the pinning to the top row.
 func (p *Page) Update(msg tea.Msg) tea.Cmd {
-	if p.view != nil {
-		p.selected.Update(p.table, msg, len(p.view.Locks), p.keyAt)
+	if p.view != nil && p.selected.Update(p.table, msg, len(p.view.Locks), p.keyAt) {
+		p.pinned = false
 	}
 	return nil
 }
@@ -101,20 +121,19 @@ func (p *Page) Counting() bool {
 	return false
 }
 
-// View renders the rows on screen.
+// View renders the rows on screen and the selected lock's line.
 func (p *Page) View() string {
 	now := p.common.Now()
 	st := p.common.Styles
-	return p.table.View(func(i int) []table.Cell {
+	rows := p.table.View(func(i int) []table.Cell {
 		e := p.view.Locks[i]
 		state := e.State(now)
-		cont := "-"
+		wait, cont := "-", "-"
 		if c := p.view.Contention[e.Key]; c != nil {
-			cont = fmt.Sprintf("%dw %s", c.Waiters, common.Rate(c.ContendedPerSec))
-		}
-		owner := e.Owner
-		if e.Foreign {
-			owner = "(not a string)"
+			cont = common.Rate(c.ContendedPerSec)
+			if c.Waiters > 0 {
+				wait = strconv.Itoa(c.Waiters)
+			}
 		}
 		dim := st.Row
 		if state == store.StateGone {
@@ -122,13 +141,45 @@ func (p *Page) View() string {
 		}
 		return []table.Cell{
 			{Text: state.String(), Style: st.State(state)},
-			{Text: e.Key, Style: dim},
-			{Text: owner, Style: dim},
+			{Text: provider.Printable(e.Key), Style: dim},
+			{Text: ownerText(e), Style: dim},
 			{Text: common.TTL(e.TTL(now)), Style: st.State(state)},
-			{Text: common.Duration(e.HeldFor(now)), Style: dim},
+			{Text: common.Duration(e.SeenFor(now)), Style: dim},
+			{Text: wait, Style: dim},
 			{Text: cont, Style: dim},
 		}
 	}, p.empty)
+	return rows + "\n" + p.selectedLine()
+}
+
+// ownerText is the owner as the table shows it: escaped and quoted when it is not plain (the
+// empty owner reads ""), "(not a string)" for a key of another type.
+func ownerText(e *store.Entry) string {
+	if e.Foreign {
+		return "(not a string)"
+	}
+	return provider.Printable(e.Owner)
+}
+
+// selectedLine shows the selected lock's whole key and owner, shortened in their middle only
+// when together they do not fit the width.
+func (p *Page) selectedLine() string {
+	st := p.common.Styles
+	e, ok := p.Selected()
+	if !ok {
+		return ""
+	}
+	key, owner := provider.Printable(e.Key), ownerText(e)
+	const keyLabel, ownerLabel = "key ", "  owner "
+	room := p.width - len(keyLabel) - len(ownerLabel)
+	if kw, ow := ansi.StringWidth(key), ansi.StringWidth(owner); kw+ow > room {
+		// The owner gives way first, down to 16 cells: the key is what the operator acts on.
+		keyRoom := max(room-ow, room-min(ow, 16))
+		key = common.Middle(key, keyRoom)
+		owner = common.Middle(owner, room-ansi.StringWidth(key))
+	}
+	return common.Truncate(st.StatusKey.Render(keyLabel)+st.Title.Render(key)+
+		st.StatusKey.Render(ownerLabel)+owner, p.width)
 }
 
 // ShortHelp lists the page's keys.

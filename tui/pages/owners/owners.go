@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/table"
 	"github.com/locktui/locktui/tui/store"
@@ -26,10 +27,10 @@ type Page struct {
 func New(c *common.Common) *Page {
 	cols := []table.Column{
 		{Title: "KEYS", Width: 7, Right: true},
-		{Title: "OWNER", Width: 12, Flex: 3},
+		{Title: "OWNER", Width: 12, Flex: 3, Middle: true},
 		{Title: "KIND", Width: 9},
 		{Title: "OLDEST", Width: 7, Right: true},
-		{Title: "OLDEST KEY", Width: 10, Flex: 2},
+		{Title: "OLDEST KEY", Width: 10, Flex: 2, Middle: true},
 	}
 	return &Page{common: c, table: table.New(c, cols), empty: "loading…"}
 }
@@ -83,10 +84,10 @@ func (p *Page) View() string {
 		o := p.view.Owners[i]
 		return []table.Cell{
 			{Text: common.Count(o.Keys), Style: st.Row},
-			{Text: o.Owner, Style: st.Row},
+			{Text: provider.Printable(o.Owner), Style: st.Row},
 			{Text: o.Kind, Style: st.Dim},
 			{Text: common.Duration(now.Sub(o.Oldest)), Style: st.Row},
-			{Text: o.OldestKey, Style: st.Dim},
+			{Text: provider.Printable(o.OldestKey), Style: st.Dim},
 		}
 	}, p.empty)
 }

@@ -1,0 +1,103 @@
+package audit
+
+import (
+	"context"
+	"time"
+
+	"github.com/locktui/locktui/provider"
+)
+
+// WriteTimeout bounds each audit write of a Releaser. The deadline is the write's own, detached
+// from the release's context: a release that used up its time, or a tool that is quitting,
+// still leaves its record.
+const WriteTimeout = 5 * time.Second
+
+// Releaser is the one path by which the console and the CLI release locks: it releases through
+// the provider and records every release, whatever its outcome, in Sink.
+type Releaser struct {
+	// Provider releases the locks. Required.
+	Provider *provider.Provider
+	// Sink receives a record of every release; nil: releases are not audited.
+	Sink Sink
+	// Operator, Namespace and Server fill every record (Operator "" means Operator()).
+	Operator, Namespace, Server string
+}
+
+// Released is the outcome of one release.
+type Released struct {
+	// Count is the number of keys deleted.
+	Count int
+	// Owner is the owner released: the one asked for, or for ForceReleaseAny the one found.
+	Owner string
+	// Err is why the release failed (nil when it ran, also when it deleted nothing).
+	Err error
+	// AuditErr is why the record could not be written (nil when it was, or with no Sink). The
+	// release has happened all the same: the caller must say so, never silently.
+	AuditErr error
+}
+
+// Result is the record's Result for the outcome: ResultError, ResultNotHeld or ResultReleased.
+func (r Released) Result() string {
+	switch {
+	case r.Err != nil:
+		return ResultError(r.Err)
+	case r.Count == 0:
+		return ResultNotHeld
+	}
+	return ResultReleased
+}
+
+// ForceRelease deletes key only if owner still holds it (provider ForceRelease: the
+// compare-and-delete of the console's d and of release --owner) and records it as
+// ActionForceRelease. A key of another type is not deleted and is no error.
+func (r *Releaser) ForceRelease(ctx context.Context, key, owner string) Released {
+	ok, err := r.Provider.ForceRelease(ctx, key, owner)
+	if err != nil && r.foreign(ctx, key) {
+		err = nil // WRONGTYPE: not a lock, so not held
+	}
+	return r.recordKey(ctx, ActionForceRelease, key, owner, ok, err)
+}
+
+// ForceReleaseAny deletes key whoever holds it (provider ForceReleaseAny: release --force) and
+// records it as ActionForceReleaseAny with the owner it had.
+func (r *Releaser) ForceReleaseAny(ctx context.Context, key string) Released {
+	owner, ok, err := r.Provider.ForceReleaseAny(ctx, key)
+	return r.recordKey(ctx, ActionForceReleaseAny, key, owner, ok, err)
+}
+
+// recordKey records the release of one key, deleted or not (ok), and returns its outcome.
+func (r *Releaser) recordKey(ctx context.Context, action, key, owner string, ok bool, err error) Released {
+	out := Released{Owner: owner, Err: err}
+	if ok {
+		out.Count = 1
+	}
+	out.AuditErr = r.record(ctx, Record{Action: action, Key: key, Owner: owner}, out)
+	return out
+}
+
+// ReleaseOwner deletes every lock of owner (provider ReleaseAll: compare-and-unlink per key;
+// the console's D and release-all) and records it as ActionReleaseOwner.
+func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
+	n, err := r.Provider.ReleaseAll(ctx, owner)
+	out := Released{Count: n, Owner: owner, Err: err}
+	out.AuditErr = r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner}, out)
+	return out
+}
+
+func (r *Releaser) foreign(ctx context.Context, key string) bool {
+	l, held, err := r.Provider.Get(ctx, key)
+	return err == nil && held && l.Foreign
+}
+
+// record writes rec with the outcome out.
+func (r *Releaser) record(ctx context.Context, rec Record, out Released) error {
+	if r.Sink == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), WriteTimeout)
+	defer cancel()
+	rec.Time = time.Now()
+	rec.Operator, rec.Namespace, rec.Server = r.Operator, r.Namespace, r.Server
+	rec.Count, rec.Result = out.Count, out.Result()
+	return r.Sink.Write(ctx, rec)
+}

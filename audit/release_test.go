@@ -1,0 +1,98 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/audit"
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+)
+
+// failingSink refuses every record.
+type failingSink struct{}
+
+func (failingSink) Write(context.Context, audit.Record) error { return errors.New("disk full") }
+
+func TestReleaserRecordsEveryOutcome(t *testing.T) {
+	client := redistest.Start(t).Client(t)
+	ctx := t.Context()
+	p := provider.New(client, nil)
+	require.NoError(t, p.Acquire(ctx, []string{"a", "b", "c"}, provider.AcquireOptions{Owner: "o1"}))
+	require.NoError(t, client.HSet(ctx, p.RedisKey("hash"), "f", "v").Err())
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	trail, err := audit.Open(audit.Options{Path: path, Stream: "audit:test", Client: client})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = trail.Close() })
+	r := &audit.Releaser{Provider: p, Sink: trail, Operator: "ana@ops", Namespace: provider.DefaultNamespace, Server: "redis://x"}
+
+	assert.Equal(t, audit.Released{Count: 0, Owner: "o2"}, r.ForceRelease(ctx, "a", "o2"), "another owner's lock stays")
+	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ForceRelease(ctx, "a", "o1"))
+	assert.Equal(t, audit.Released{Count: 0, Owner: "o1"}, r.ForceRelease(ctx, "hash", "o1"), "a key of another type is not held")
+	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ForceReleaseAny(ctx, "b"))
+	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ReleaseOwner(ctx, "o1"))
+
+	entries, err := client.XRange(ctx, "audit:test", "-", "+").Result()
+	require.NoError(t, err)
+	require.Len(t, entries, 5, "every release is recorded, also those that deleted nothing")
+	want := []struct{ action, key, result string }{
+		{audit.ActionForceRelease, "a", audit.ResultNotHeld},
+		{audit.ActionForceRelease, "a", audit.ResultReleased},
+		{audit.ActionForceRelease, "hash", audit.ResultNotHeld},
+		{audit.ActionForceReleaseAny, "b", audit.ResultReleased},
+		{audit.ActionReleaseOwner, "", audit.ResultReleased},
+	}
+	for i, e := range entries {
+		rec, err := audit.FromStream(e.Values)
+		require.NoError(t, err)
+		assert.Equal(t, want[i].action, rec.Action, "record %d", i)
+		assert.Equal(t, want[i].key, rec.Key, "record %d", i)
+		assert.Equal(t, want[i].result, rec.Result, "record %d", i)
+		assert.Equal(t, "ana@ops", rec.Operator)
+		assert.Equal(t, "redis://x", rec.Server)
+		assert.WithinDuration(t, time.Now(), rec.Time, time.Minute)
+	}
+	assert.Len(t, readLines(t, path), 5, "the file has them too")
+}
+
+func TestReleaserReportsAFailedRecordButReleases(t *testing.T) {
+	client := redistest.Start(t).Client(t)
+	ctx := t.Context()
+	p := provider.New(client, nil)
+	require.NoError(t, p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "o1"}))
+	r := &audit.Releaser{Provider: p, Sink: failingSink{}}
+	got := r.ForceRelease(ctx, "a", "o1")
+	assert.Equal(t, 1, got.Count, "the release happened")
+	assert.ErrorContains(t, got.AuditErr, "disk full")
+	assert.Equal(t, audit.ResultReleased, got.Result())
+}
+
+func TestWhereNamesTheTrail(t *testing.T) {
+	client := redistest.Start(t).Client(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	trail, err := audit.Open(audit.Options{Path: path, Stream: "ops:audit", Client: client})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = trail.Close() })
+	assert.Equal(t, path+" and Redis stream ops:audit", trail.Where())
+	assert.Equal(t, path+" and Redis stream ops:audit", audit.Where(trail))
+	assert.Empty(t, audit.Where(failingSink{}))
+
+	_, err = audit.Open(audit.Options{Path: path, Stream: "ops:audit"})
+	assert.Error(t, err, "a stream needs a client")
+}
+
+func TestOpenWithoutAPathUsesTheDefault(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	trail, err := audit.Open(audit.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = trail.Close() })
+	want, err := audit.DefaultPath()
+	require.NoError(t, err)
+	assert.Equal(t, want, trail.Where())
+}

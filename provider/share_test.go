@@ -1,0 +1,90 @@
+package provider_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/provider"
+)
+
+// shareRecord returns the share record of lock k (empty when it does not exist).
+func (e *env) shareRecord(k string) map[string]string {
+	e.t.Helper()
+	rec, err := e.rdb.HGetAll(ctx(e.t), provider.ShareKey(e.key(k))).Result()
+	require.NoError(e.t, err)
+	return rec
+}
+
+// Among our own clients nothing is shared: no share record is ever written, and a released
+// lock is free for the next of ours at once.
+func TestNoShareRecordWithoutForeignHolders(t *testing.T) {
+	e := newEnv(t, nil)
+	other := provider.New(e.pc, &provider.Options{Namespace: e.ns})
+	for i := range 20 {
+		p := []*provider.Provider{e.p, other}[i%2]
+		require.NoError(t, p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o", AwaitQueue: true}))
+		ok, err := p.Release(ctx(t), []string{"k"}, "o")
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.Empty(t, e.shareRecord("k"))
+}
+
+// A process that writes no holder record (stock Medusa) and contends for a lock gets turns:
+// once our clients have held it for a run, the release that frees it leaves it to the others
+// for a window, in which our acquisitions find it "held" while a plain SET NX takes it.
+func TestForeignContenderGetsATurnAfterOurRun(t *testing.T) {
+	obs, waits := waitingOn()
+	e := newEnv(t, &provider.Options{Observer: obs, MaximumRetryInterval: 20 * time.Millisecond})
+	e.set("k", "stock-owner", 0) // a stock process holds it
+	done := make(chan error, 1)
+	go func() {
+		done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "ours", AwaitQueue: true})
+	}()
+	awaitWaitingOn(t, waits, "k")
+	require.Contains(t, e.shareRecord("k"), "seen", "our waiter saw a holder that writes no record")
+	require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err()) // stock releases
+	require.NoError(t, <-done)
+	require.Contains(t, e.shareRecord("k"), "since", "taking it began our run")
+
+	// A release before the run is over keeps the lock ours to hand on.
+	ok, err := e.p.Release(ctx(t), []string{"k"}, "ours")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "ours"}))
+
+	// The run is over (as if it had begun a second ago): the release leaves the lock to others.
+	require.NoError(t, e.rdb.HSet(ctx(t), provider.ShareKey(e.key("k")), "since", time.Now().Add(-time.Second).UnixMilli()).Err())
+	ok, err = e.p.Release(ctx(t), []string{"k"}, "ours")
+	require.NoError(t, err)
+	require.True(t, ok)
+	err = e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "ours"})
+	require.ErrorIs(t, err, provider.ErrNotAcquired, "the free lock is the others' turn")
+	e.requireFree("k")
+	taken, err := e.rdb.SetNX(ctx(t), e.key("k"), "stock-owner", 0).Result()
+	require.NoError(t, err)
+	require.True(t, taken, "a stock process takes it in its turn")
+}
+
+// A waiter that finds the lock left to others tries again when the window ends, not after its
+// backoff: nobody else took the lock, so it is ours then.
+func TestWaiterTakesAnUnusedTurnWhenItEnds(t *testing.T) {
+	obs, waits := waitingOn()
+	e := newEnv(t, &provider.Options{Observer: obs, DefaultRetryInterval: time.Minute, MaximumRetryInterval: time.Minute})
+	require.NoError(t, e.rdb.HSet(ctx(t), provider.ShareKey(e.key("k")), "seen", 1,
+		"yield", time.Now().Add(100*time.Millisecond).UnixMilli()).Err())
+	done := make(chan error, 1)
+	go func() {
+		done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "ours", AwaitQueue: true})
+	}()
+	awaitWaitingOn(t, waits, "k")
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(wait):
+		t.Fatal("the waiter slept out its one-minute backoff instead of the window")
+	}
+	e.requireOwner("k", "ours")
+}

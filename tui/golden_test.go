@@ -1,0 +1,90 @@
+package tui
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/store"
+)
+
+// update rewrites the golden screens: go test ./tui -run Golden -update
+var update = flag.Bool("update", false, "rewrite the golden screens in testdata/")
+
+// operatorStore is what an operator meets at 3 a.m.: cart locks whose ids differ only at their
+// end, a stuck NO TTL owner, the empty owner, an owner with a terminal escape, a key of another
+// type, and locks that just went away.
+func operatorStore() *store.Store {
+	s := store.New()
+	exec := "execute:0b5a3c1e-0000-4000-8000-0000000000"
+	locks := []provider.Lock{
+		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1AB", Owner: exec + "01", TTL: 42 * time.Second},
+		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1CD", Owner: exec + "02", TTL: 800 * time.Millisecond},
+		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1EF", Owner: exec + "03", TTL: 55 * time.Second},
+		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1GH", Owner: exec + "04", TTL: 58 * time.Second},
+		{Key: "k-stuck", Owner: "worker-crashed", TTL: provider.NoExpiry},
+		{Key: "migration-scripts-running", Owner: "", TTL: provider.NoExpiry},
+		{Key: "order:7", Owner: "svc\x1b[2J", TTL: 30 * time.Second},
+		{Key: "stats", Foreign: true, TTL: provider.NoExpiry},
+		{Key: "gone:1", Owner: "*", TTL: 10 * time.Second},
+		{Key: "gone:2", Owner: "*", TTL: 10 * time.Second},
+	}
+	s.Observe(locks, clock.Add(-5*time.Minute), 1)  // first seen five minutes ago
+	s.Observe(locks, clock.Add(-10*time.Second), 2) // and renewed since
+	s.Observe([]provider.Lock{
+		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1CD", Owner: exec + "02", TTL: 800 * time.Millisecond},
+	}, clock.Add(-100*time.Millisecond), 3)
+	s.Absent([]string{"gone:1", "gone:2"}, clock.Add(-time.Second))
+	s.Event(store.Event{Kind: provider.EventWaiting, Key: "k-stuck", Owner: "w1", Time: clock.Add(-2 * time.Second)})
+	s.Event(store.Event{Kind: provider.EventWaiting, Key: "k-stuck", Owner: "w2", Time: clock.Add(-time.Second)})
+	return s
+}
+
+// golden compares the screen at 80 × 24 with testdata/name.golden.
+func golden(t *testing.T, m *model, name string) {
+	t.Helper()
+	got := screen(m)
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "no golden screen: run go test ./tui -run Golden -update")
+	assert.Equal(t, string(want), got, "screen %s (rewrite with -update after checking the difference)", name)
+}
+
+func TestGoldenScreens(t *testing.T) {
+	cases := []struct {
+		name string
+		keys []string
+	}{
+		{"locks", nil},
+		{"locks-filtered", []string{"/", "c", "a", "r", "t", "enter"}},
+		{"locks-selected-escape", []string{"down", "down", "down"}},
+		{"detail", []string{"down", "down", "down", "down", "enter"}},
+		{"hot", []string{"3"}},
+		{"owners", []string{"2"}},
+		{"help", []string{"?"}},
+		{"release-dialog", []string{"d"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := newTestModel(t, Config{Audit: &memorySink{}})
+			connected(m)
+			s := operatorStore()
+			feed(m, s)
+			for _, k := range c.keys {
+				press(m, k)
+				feed(m, s) // the hub answers a new query with a new View
+			}
+			golden(t, m, c.name)
+		})
+	}
+}
