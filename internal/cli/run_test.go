@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -379,8 +381,31 @@ func TestRunSaysWhenRedisRestarted(t *testing.T) {
 	// The first renewal comes 10 s in: the restart is seen first, by its run_id.
 	_, stderr, code := started(t, newApp(nil, nil), "run", "k", "--expire", "30s", "--redis", e.srv.URL, "--",
 		"sh", "-c", "echo ready; exec sleep 30")
+	awaitRunIDProbe(t, e.srv.Client(t)) // else the first run_id read could come after the restart
 	e.srv.Restart(t, 0)
 	require.Equal(t, cli.ExitLockLost, <-code)
 	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran: the Redis server restarted or failed over, which may have lost the keys; stopping it with SIGTERM`)
 	require.NotContains(t, stderr.String(), "warning: Lost the lock")
+}
+
+// awaitRunIDProbe waits until another client has sent INFO (the provider reads the run_id
+// with INFO server while it holds leases), counting the INFO calls this helper makes itself.
+func awaitRunIDProbe(t *testing.T, client *redis.Client) {
+	t.Helper()
+	calls := func() int64 {
+		info, err := client.Info(context.Background(), "commandstats").Result()
+		require.NoError(t, err)
+		m := regexp.MustCompile(`cmdstat_info:calls=(\d+)`).FindStringSubmatch(info)
+		if m == nil {
+			return 0
+		}
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	first, own := calls(), int64(1)
+	require.Eventually(t, func() bool {
+		own++
+		return calls()-first >= own
+	}, 10*time.Second, 5*time.Millisecond, "the provider never read the run_id")
 }
