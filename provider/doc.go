@@ -36,7 +36,8 @@
 // script, expiring and deleted with the lock: the owner, the claim (the id of the acquisition
 // call, AcquireOptions.Claim), the expiry that call left and, for a re-entry, what the lock was
 // before. A give-back undoes a call only where the record still names it, and Settle tells a
-// caller that lost a reply whether its acquisition holds the keys. Stock processes and stock's
+// caller that lost a reply whether its acquisition holds the keys; HolderRecord reads one (locktui
+// get shows it), and says whether it still describes the lock. Stock processes and stock's
 // releaseAll never see the records (a lock without expiry that a stock process deletes leaves
 // its record behind until the key is next taken here).
 //
