@@ -212,13 +212,14 @@ flags) as one release_owner record with OWNER and the count.`,
 		}, false)
 	releaseAll.Annotations[annotationAudited] = "true"
 
-	run := s.command(o, "run KEY... [--timeout D] [--expire D] [--grace D] [--conflict-exit-code N] -- COMMAND [ARG...]",
+	run := s.command(o, "run KEY... [--timeout D] [--expire D] [--grace D] [--conflict-exit-code N] [--fair-queue] -- COMMAND [ARG...]",
 		"run a command while holding locks, like flock(1)", runHelp, runRun, func(fs *pflag.FlagSet) {
 			o.timeout, o.leaseExpire, o.grace, o.conflictExit = defaultRunTimeout, defaultRunExpire, defaultRunGrace, ExitTimedOut
 			fs.Var(durationFlag{&o.timeout}, "timeout", "wait up to `D` for the keys; 0 tries once and fails at once if a key is held (flock -n)")
 			fs.Var(durationFlag{&o.leaseExpire}, "expire", "take a lease of `D`, renewed every max(D/3, 250ms)")
 			fs.Var(durationFlag{&o.grace}, "grace", "wait `D` between SIGTERM and SIGKILL; at most a quarter of --expire, so that a late renewal does not stop the command (default 10s, or a quarter of --expire if that is less)")
 			fs.Var(exitCodeFlag{&o.conflictExit}, "conflict-exit-code", "exit with `N` when the keys could not be taken: held past --timeout, or held at all with --timeout 0 (flock -E)")
+			fs.BoolVar(&o.fairQueue, "fair-queue", false, "wait in the keys' fair queue, first come first served with every other client that has it on (Go services with FairQueue, a bridge started with --fair-queue)")
 			fs.Lookup("grace").DefValue = "" // the default depends on --expire; the usage says it
 		}, true)
 

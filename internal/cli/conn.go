@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,19 +88,13 @@ func (s *session) connect(ctx context.Context, o *options, observers ...provider
 	c := &conn{client: client}
 	warnings := slog.New(&warnHandler{w: s.stderr, skip: c.isReportedLoss})
 	c.restoreLog = redisconn.LogTo(warnings)
-	opts := &provider.Options{Namespace: o.namespace, Logger: warnings}
+	opts := &provider.Options{Namespace: o.namespace, Logger: warnings, FairQueue: o.fairQueue}
 	if s.app.NewObserver != nil {
 		var obs provider.Observer
 		obs, c.closer = s.app.NewObserver(client, o.namespace)
 		observers = append(observers, obs)
 	}
-	if observers = slices.DeleteFunc(observers, func(obs provider.Observer) bool { return obs == nil }); len(observers) > 0 {
-		opts.Observer = provider.ObserverFunc(func(e provider.Event) {
-			for _, obs := range observers {
-				obs.LockEvent(e)
-			}
-		})
-	}
+	opts.Observer = provider.MultiObserver(observers...)
 	c.p = provider.New(client, opts)
 	return c, nil
 }

@@ -39,6 +39,7 @@ type options struct {
 	timeout      time.Duration
 	grace        time.Duration
 	conflictExit int
+	fairQueue    bool // run: wait in the keys' fair queue
 	match        string
 	noTTL        bool
 

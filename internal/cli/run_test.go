@@ -409,3 +409,23 @@ func awaitRunIDProbe(t *testing.T, client *redis.Client) {
 		return calls()-first >= own
 	}, 10*time.Second, 5*time.Millisecond, "the provider never read the run_id")
 }
+
+// run --fair-queue waits in the key's fair queue (docs/waiting.md): its ticket is in the queue
+// while the key is held, and it runs the command once the key is freed.
+func TestRunFairQueueWaitsInTheQueue(t *testing.T) {
+	e := newEnv(t)
+	rdb := e.srv.Client(t)
+	require.NoError(t, e.p.Acquire(t.Context(), []string{"k"}, provider.AcquireOptions{Owner: "other", Expire: time.Minute}))
+	done := make(chan result, 1)
+	go func() {
+		done <- run(t, "run", "k", "--fair-queue", "--timeout", "20s", "--redis", e.srv.URL, "--", "true")
+	}()
+	queue := "locktui:{" + provider.DefaultNamespace + "k}:queue"
+	require.Eventually(t, func() bool { return rdb.LLen(t.Context(), queue).Val() == 1 }, 10*time.Second, 5*time.Millisecond,
+		"run's ticket joins the key's queue")
+	ok, err := e.p.Release(t.Context(), []string{"k"}, "other")
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireCode(t, <-done, 0)
+	require.Zero(t, rdb.LLen(t.Context(), queue).Val(), "taking the key left the queue")
+}
