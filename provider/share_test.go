@@ -104,3 +104,34 @@ func TestWaiterTakesAnUnusedTurnWhenItEnds(t *testing.T) {
 	}
 	e.requireOwner("k", "ours")
 }
+
+// Once a stock holder's run has lasted its turn, a waiter of ours polls fast, not with its
+// backoff, so it finds the key free between a stock worker's release and its re-take (here a
+// delete that nobody announces).
+func TestStockHolderPastItsTurnIsPolledFast(t *testing.T) {
+	obs, waits := waitingOn()
+	e := newEnv(t, &provider.Options{Observer: obs, DefaultRetryInterval: time.Minute, MaximumRetryInterval: time.Minute})
+	e.set("k", "stock-owner", 0)
+	require.NoError(t, e.rdb.HSet(ctx(t), provider.ShareKey(e.key("k")), "seen", 1,
+		"theirs", time.Now().Add(-time.Second).UnixMilli()).Err())
+	done := make(chan error, 2)
+	for _, owner := range []string{"ours-1", "ours-2"} {
+		go func() {
+			done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: owner, AwaitQueue: true})
+		}()
+		awaitWaitingOn(t, waits, "k")
+	}
+	require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err())
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(wait):
+		t.Fatal("no waiter took the free key: they slept out their one-minute backoff")
+	}
+	owner, _ := e.owner("k")
+	require.Contains(t, []string{"ours-1", "ours-2"}, owner)
+	ok, err := e.p.Release(ctx(t), []string{"k"}, owner)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, <-done, "the other waiter is woken by our release")
+}

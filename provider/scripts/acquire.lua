@@ -10,7 +10,8 @@
 -- that write no holder record in their turn (see lib.lua, stock's turns); a try-once
 -- acquisition takes a free lock, as stock's does.
 -- Returns 1 for a fresh lock, 0 when someone else holds it (or is ahead in the queue), 2 for a
--- re-entry by the same owner, and -n when the lock is free but left to others for n more ms.
+-- re-entry by the same owner, -n when the lock is free but left to others for n more ms, and 3
+-- when it is held by a process that writes no holder record whose turn is over.
 local ttl = tonumber(ARGV[2])
 local mode = ARGV[4]
 local fair = mode == 'join' or mode == 'check'
@@ -55,7 +56,9 @@ end
 local current = redis.call('GET', KEYS[1])
 -- The anonymous owner "*" is never re-entrant, exactly as in stock.
 if current == '*' or current ~= ARGV[1] then
-  noteForeign()
+  if noteForeign() then
+    return held(3)
+  end
   return held()
 end
 -- A re-entry: keep what the lock was before, so that a call that fails can put it back.
