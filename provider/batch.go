@@ -1,0 +1,165 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maxBatchCmds bounds the commands of one merged pipeline (a call with more goes alone).
+const maxBatchCmds = 256
+
+// errNotSent marks a call that left the batcher's queue before its commands were sent: nothing
+// ran, so there is nothing to undo (see maybeRan).
+var errNotSent = errors.New("provider: the request was never sent")
+
+// batcher merges the script runs of concurrent calls of one Provider into shared pipelines
+// (auto-pipelining): go-redis sends each pipeline as one write and reads its replies in one go,
+// so many concurrent calls cost Redis and the client a fraction of the system calls and
+// connection hand-offs that one pipeline per call costs. Stock Medusa's ioredis gets the same
+// effect from its single connection; go-redis has no such batching of its own for pipelines.
+//
+// One pipeline is in flight at a time: a call that finds none runs its own at once (a lone
+// caller pays nothing but a mutex), and calls that arrive meanwhile queue and go out together
+// as the next one, run by the first of them, as soon as the current one is answered. Pipelines
+// therefore run in the order calls were made, so a give-back always reaches Redis after the
+// attempt it undoes, even when that attempt's caller stopped waiting for its reply. A pipeline
+// holds at most maxBatchCmds commands and only calls of one resend kind: go-redis resends a
+// whole pipeline or none of it, and a delete that must never be resent (sendOnce) must not
+// keep the scripts that may be resent from being so.
+//
+// A call whose context ends while queued leaves the queue (its error matches errNotSent: nothing
+// ran); one whose context ends while its pipeline is in flight returns the context's error at
+// once, as go-redis cutting the I/O short does, and its outcome is unknown (maybeRan). A
+// pipeline of one call runs with that call's context, exactly as without the batcher; a merged
+// one runs with none of the callers' cancellations (one caller giving up must not fail the
+// others) and the latest of their deadlines, if every one has a deadline (else only the
+// client's read and write timeouts bound it).
+//
+// No goroutine is started; the zero value is ready to use.
+type batcher struct {
+	mu    sync.Mutex
+	queue []*batchCall // calls waiting for the pipeline in flight to be answered
+	busy  bool         // a pipeline is in flight (or being handed to its runner)
+}
+
+// batchCall is one call's commands, all in the same pipeline.
+type batchCall struct {
+	ctx  context.Context
+	cmds []redis.Cmder
+	once bool // sendOnce: go-redis must not resend the pipeline
+	// wake is signalled when the call's pipeline was answered, or when the call must run
+	// the next pipeline (lead then holds it). Buffered: the signaller never blocks.
+	wake chan struct{}
+	sent bool          // guarded by batcher.mu: taken into a pipeline
+	lead []*batchCall  // guarded by batcher.mu: the pipeline this call runs
+	done chan struct{} // closed once the call's pipeline was answered
+}
+
+// exec runs cmds in a pipeline, merged with the concurrent calls of the Provider (see batcher).
+// With a nil error each command holds its own reply or error, as after Pipeline.Exec; with an
+// error the call ended before its reply came (its context ended) and cmds must not be read.
+func (b *batcher) exec(ctx context.Context, client redis.UniversalClient, cmds []redis.Cmder, once bool) error {
+	c := &batchCall{ctx: ctx, cmds: cmds, once: once, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	b.mu.Lock()
+	if !b.busy {
+		b.busy = true
+		c.sent = true
+		b.mu.Unlock()
+		b.run(client, []*batchCall{c})
+		return nil
+	}
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+	select {
+	case <-c.wake:
+	case <-ctx.Done():
+		b.mu.Lock()
+		switch {
+		case !c.sent:
+			b.queue = slices.DeleteFunc(b.queue, func(q *batchCall) bool { return q == c })
+			b.mu.Unlock()
+			return fmt.Errorf("%w: %w", errNotSent, ctx.Err())
+		case c.lead == nil:
+			b.mu.Unlock()
+			return ctx.Err() // in flight in another call's pipeline: the outcome is unknown
+		}
+		b.mu.Unlock()
+		<-c.wake // the pipeline is handed to this call: it runs it for everyone in it
+	}
+	b.mu.Lock()
+	lead := c.lead
+	b.mu.Unlock()
+	if lead != nil {
+		b.run(client, lead)
+	}
+	<-c.done
+	return nil
+}
+
+// run sends one pipeline of calls, completes them and hands the next pipeline, if calls are
+// queued, to the first of them.
+func (b *batcher) run(client redis.UniversalClient, calls []*batchCall) {
+	ctx, cancel := batchContext(calls)
+	pipe := client.Pipeline()
+	for _, c := range calls {
+		for _, cmd := range c.cmds {
+			_ = pipe.Process(ctx, cmd)
+		}
+	}
+	_, _ = pipe.Exec(ctx)
+	cancel()
+	for _, c := range calls {
+		close(c.done)
+		c.wake <- struct{}{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.queue) == 0 {
+		b.busy = false
+		return
+	}
+	next := b.take()
+	next[0].lead = next
+	next[0].wake <- struct{}{}
+}
+
+// take removes the next pipeline's calls from the head of the queue: calls of the head's resend
+// kind, in order, up to maxBatchCmds commands (at least one call). b.mu is held.
+func (b *batcher) take() []*batchCall {
+	n, cmds := 0, 0
+	for n < len(b.queue) && b.queue[n].once == b.queue[0].once &&
+		(n == 0 || cmds+len(b.queue[n].cmds) <= maxBatchCmds) {
+		cmds += len(b.queue[n].cmds)
+		n++
+	}
+	calls := slices.Clone(b.queue[:n])
+	b.queue = slices.Delete(b.queue, 0, n)
+	for _, c := range calls {
+		c.sent = true
+	}
+	return calls
+}
+
+// batchContext is the context a pipeline of calls runs with (see batcher).
+func batchContext(calls []*batchCall) (context.Context, context.CancelFunc) {
+	if len(calls) == 1 {
+		return calls[0].ctx, func() {}
+	}
+	var latest time.Time
+	for _, c := range calls {
+		d, ok := c.ctx.Deadline()
+		if !ok {
+			return context.WithoutCancel(calls[0].ctx), func() {}
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(calls[0].ctx), latest)
+}
