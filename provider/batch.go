@@ -11,8 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// maxBatchCmds bounds the commands of one merged pipeline (a call with more goes alone).
-const maxBatchCmds = 256
+// Batcher bounds: the commands of one merged pipeline (a call with more goes alone), and the
+// pipelines in flight at once.
+const (
+	maxBatchCmds     = 256
+	maxBatchInFlight = 4
+)
 
 // errNotSent marks a call that left the batcher's queue before its commands were sent: nothing
 // ran, so there is nothing to undo (see maybeRan).
@@ -24,14 +28,15 @@ var errNotSent = errors.New("provider: the request was never sent")
 // connection hand-offs that one pipeline per call costs. Stock Medusa's ioredis gets the same
 // effect from its single connection; go-redis has no such batching of its own for pipelines.
 //
-// One pipeline is in flight at a time: a call that finds none runs its own at once (a lone
-// caller pays nothing but a mutex), and calls that arrive meanwhile queue and go out together
-// as the next one, run by the first of them, as soon as the current one is answered. Pipelines
-// therefore run in the order calls were made, so a give-back always reaches Redis after the
-// attempt it undoes, even when that attempt's caller stopped waiting for its reply. A pipeline
-// holds at most maxBatchCmds commands and only calls of one resend kind: go-redis resends a
-// whole pipeline or none of it, and a delete that must never be resent (sendOnce) must not
-// keep the scripts that may be resent from being so.
+// Up to maxBatchInFlight pipelines are in flight at once: a call that finds fewer runs its own
+// at once (a lone caller pays nothing but a mutex), and calls that arrive while all are in
+// flight queue and go out together, in the order they came, as the next pipeline, run by the
+// first of them as soon as one in flight is answered. More than one in flight keeps one
+// stalled command (a slow link, a paused server) from holding up every other call at once,
+// as separate pooled connections did before. A pipeline holds at most maxBatchCmds commands
+// and only calls of one resend kind: go-redis resends a whole pipeline or none of it, and a
+// delete that must never be resent (sendOnce) must not keep the scripts that may be resent
+// from being so.
 //
 // A call whose context ends while queued leaves the queue (its error matches errNotSent: nothing
 // ran); one whose context ends while its pipeline is in flight returns the context's error at
@@ -43,9 +48,9 @@ var errNotSent = errors.New("provider: the request was never sent")
 //
 // No goroutine is started; the zero value is ready to use.
 type batcher struct {
-	mu    sync.Mutex
-	queue []*batchCall // calls waiting for the pipeline in flight to be answered
-	busy  bool         // a pipeline is in flight (or being handed to its runner)
+	mu     sync.Mutex
+	queue  []*batchCall // calls waiting for a pipeline in flight to be answered
+	flying int          // pipelines in flight (or being handed to their runners)
 }
 
 // batchCall is one call's commands, all in the same pipeline.
@@ -67,8 +72,8 @@ type batchCall struct {
 func (b *batcher) exec(ctx context.Context, client redis.UniversalClient, cmds []redis.Cmder, once bool) error {
 	c := &batchCall{ctx: ctx, cmds: cmds, once: once, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	b.mu.Lock()
-	if !b.busy {
-		b.busy = true
+	if b.flying < maxBatchInFlight {
+		b.flying++
 		c.sent = true
 		b.mu.Unlock()
 		b.run(client, []*batchCall{c})
@@ -121,7 +126,7 @@ func (b *batcher) run(client redis.UniversalClient, calls []*batchCall) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.queue) == 0 {
-		b.busy = false
+		b.flying--
 		return
 	}
 	next := b.take()
