@@ -59,7 +59,8 @@ type batchCall struct {
 	cmds []redis.Cmder
 	once bool // sendOnce: go-redis must not resend the pipeline
 	// wake is signalled when the call's pipeline was answered, or when the call must run
-	// the next pipeline (lead then holds it). Buffered: the signaller never blocks.
+	// the next pipeline (lead then holds it). Buffered: the signaller never blocks. wake and
+	// done are nil for a call that ran its own pipeline at once.
 	wake chan struct{}
 	sent bool          // guarded by batcher.mu: taken into a pipeline
 	lead []*batchCall  // guarded by batcher.mu: the pipeline this call runs
@@ -70,15 +71,16 @@ type batchCall struct {
 // With a nil error each command holds its own reply or error, as after Pipeline.Exec; with an
 // error the call ended before its reply came (its context ended) and cmds must not be read.
 func (b *batcher) exec(ctx context.Context, client redis.UniversalClient, cmds []redis.Cmder, once bool) error {
-	c := &batchCall{ctx: ctx, cmds: cmds, once: once, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &batchCall{ctx: ctx, cmds: cmds, once: once}
 	b.mu.Lock()
 	if b.flying < maxBatchInFlight {
 		b.flying++
 		c.sent = true
 		b.mu.Unlock()
-		b.run(client, []*batchCall{c})
+		b.run(client, []*batchCall{c}) // nobody waits for c: it needs no channels
 		return nil
 	}
+	c.wake, c.done = make(chan struct{}, 1), make(chan struct{})
 	b.queue = append(b.queue, c)
 	b.mu.Unlock()
 	select {
@@ -120,8 +122,10 @@ func (b *batcher) run(client redis.UniversalClient, calls []*batchCall) {
 	_, _ = pipe.Exec(ctx)
 	cancel()
 	for _, c := range calls {
-		close(c.done)
-		c.wake <- struct{}{}
+		if c.done != nil {
+			close(c.done)
+			c.wake <- struct{}{}
+		}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
