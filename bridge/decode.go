@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // Decoder limits that do not depend on the configuration.
@@ -72,7 +73,7 @@ func DecodeRequest(frame []byte) (Request, error) {
 		return req, newError(CodeBadRequest, `"op" is required`)
 	}
 	var op string
-	if err := json.Unmarshal(rawOp, &op); err != nil {
+	if err := unmarshalString(rawOp, &op); err != nil {
 		return req, newError(CodeBadRequest, `"op" must be a string`)
 	}
 	spec, known := opFields[Op(op)]
@@ -114,7 +115,7 @@ func (req *Request) decodeFields(fields map[string]json.RawMessage) *Error {
 		}
 	}
 	if raw, ok := present("owner"); ok {
-		if err := json.Unmarshal(raw, &req.Owner); err != nil {
+		if err := unmarshalString(raw, &req.Owner); err != nil {
 			return newError(CodeBadRequest, `"owner" must be a string or null`)
 		}
 		if req.Owner == "" {
@@ -146,7 +147,7 @@ func (req *Request) decodeFields(fields map[string]json.RawMessage) *Error {
 		req.Timeout = time.Duration(math.Ceil(secs * float64(time.Second)))
 	}
 	if raw, ok := present("lease"); ok {
-		if err := json.Unmarshal(raw, &req.Lease); err != nil || req.Lease == "" {
+		if err := unmarshalString(raw, &req.Lease); err != nil || req.Lease == "" {
 			return newError(CodeBadRequest, `"lease" must be a non-empty string`)
 		}
 	}
@@ -156,12 +157,12 @@ func (req *Request) decodeFields(fields map[string]json.RawMessage) *Error {
 		}
 	}
 	if raw, ok := present("claim"); ok {
-		if json.Unmarshal(raw, &req.Claim) != nil || !validClaim(req.Claim) {
+		if unmarshalString(raw, &req.Claim) != nil || !validClaim(req.Claim) {
 			return newError(CodeBadRequest, fmt.Sprintf(`"claim" must be 1 to %d characters out of A-Z a-z 0-9 . _ -`, MaxClaimBytes))
 		}
 	}
 	if raw, ok := present("session"); ok {
-		if json.Unmarshal(raw, &req.Session) != nil || !validSession(req.Session) {
+		if unmarshalString(raw, &req.Session) != nil || !validSession(req.Session) {
 			return newError(CodeBadRequest, `"session" must be a session id from a welcome message (32 hex digits)`)
 		}
 	}
@@ -221,6 +222,9 @@ func decodeID(name string, raw json.RawMessage) (json.RawMessage, *Error) {
 	}
 	switch c := raw[0]; {
 	case c == '"':
+		if _, ok := plainString(raw); ok && !bytes.Contains(raw, lineSep) && !bytes.Contains(raw, paraSep) {
+			return raw, nil // already canonical: what the encoder below would write
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return nil, newError(CodeBadRequest, fmt.Sprintf("%q must be a string or a number", name))
@@ -254,7 +258,7 @@ func decodeKeys(raw json.RawMessage) ([]string, *Error) {
 	keys := make([]string, len(items))
 	for i, item := range items {
 		// Checked by hand: encoding/json would turn a null item into "".
-		if item[0] != '"' || json.Unmarshal(item, &keys[i]) != nil {
+		if item[0] != '"' || unmarshalString(item, &keys[i]) != nil {
 			return nil, notStrings
 		}
 	}
@@ -275,6 +279,38 @@ func decodeSeconds(name string, raw json.RawMessage, positive bool) (float64, *E
 		return 0, newError(CodeBadRequest, fmt.Sprintf("%q must be more than 0 seconds", name))
 	}
 	return v, nil
+}
+
+// U+2028 and U+2029, which encoding/json escapes even without HTML escaping.
+var lineSep, paraSep = []byte("\u2028"), []byte("\u2029")
+
+// plainString returns the string that raw, a JSON value, encodes when it is a string without
+// escapes or control characters in valid UTF-8: its bytes between the quotes, as
+// encoding/json would decode it. Otherwise ok is false.
+func plainString(raw []byte) (s string, ok bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	body := raw[1 : len(raw)-1]
+	for _, c := range body {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(body) {
+		return "", false
+	}
+	return string(body), true
+}
+
+// unmarshalString decodes a JSON string into dst as json.Unmarshal does, without its
+// reflection for plain strings (most of a frame's).
+func unmarshalString(raw []byte, dst *string) error {
+	if s, ok := plainString(raw); ok {
+		*dst = s
+		return nil
+	}
+	return json.Unmarshal(raw, dst)
 }
 
 // idKey is the identity of an id within a connection: its JSON text, canonical for strings and

@@ -33,6 +33,11 @@ var decodeOK = []struct {
 		bridge.Request{ID: json.RawMessage(`-1.5e3`), Op: bridge.OpCancel, Target: json.RawMessage(`"q"`)}},
 	{` {"op":"ping","id":"\u00e9<"} `, bridge.Request{ID: json.RawMessage(`"é<"`), Op: bridge.OpPing}},
 	{"{\"op\":\"ping\",\"id\":\"\xff\"}", bridge.Request{ID: json.RawMessage("\"\ufffd\""), Op: bridge.OpPing}},
+	// Ids without escapes are kept as sent; U+2028 and U+2029 are escaped, as encoding/json does.
+	{`{"op":"ping","id":"plain <&> id"}`, bridge.Request{ID: json.RawMessage(`"plain <&> id"`), Op: bridge.OpPing}},
+	{"{\"op\":\"ping\",\"id\":\"a\u2028b\"}", bridge.Request{ID: json.RawMessage(`"a\u2028b"`), Op: bridge.OpPing}},
+	{`{"id":7,"op":"release","keys":["caf\u00e9","tab\tkey"],"owner":"o\"1"}`,
+		bridge.Request{ID: json.RawMessage(`7`), Op: bridge.OpRelease, Keys: []string{"café", "tab\tkey"}, Owner: `o"1`}},
 }
 
 func TestDecodeRequestAccepts(t *testing.T) {
@@ -172,4 +177,20 @@ func reencode(req bridge.Request) []byte {
 	}
 	data, _ := json.Marshal(m)
 	return data
+}
+
+// BenchmarkDecodeRequest measures the decoding of the frames of one bridge execute (a lease and
+// its lease_release), as the Node client sends them. Run it with
+// go test -run '^$' -bench BenchmarkDecodeRequest -benchmem ./bridge/
+func BenchmarkDecodeRequest(b *testing.B) {
+	frames := [][]byte{
+		[]byte(`{"id":17,"op":"lease","keys":["cart:8c6f0a5e"],"timeout":5,"expire":60}`),
+		[]byte(`{"id":18,"op":"lease_release","lease":"L42"}`),
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if _, err := bridge.DecodeRequest(frames[i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -27,6 +27,7 @@ type epochs struct {
 	mu      sync.Mutex
 	leases  map[*Lease]struct{}
 	ids     map[string]string // master address → run_id last seen
+	probed  time.Time         // when the last probe started
 	running bool
 	wake    chan struct{} // closed to stop the watcher when the last lease ends
 }
@@ -57,8 +58,23 @@ func (e *epochs) remove(l *Lease) {
 	}
 }
 
-// watch probes every epochProbe until stop is closed.
+// watch probes every epochProbe until stop is closed. A watcher started again within
+// epochProbe of the last probe (the last lease ended and a new one began: one Execute after
+// another) waits for the rest of that interval first, so every lease is still probed within
+// epochProbe of the previous probe without a probe, and a round trip, per short lease.
 func (e *epochs) watch(stop <-chan struct{}) {
+	e.mu.Lock()
+	first := epochProbe - time.Since(e.probed)
+	e.mu.Unlock()
+	if first > 0 {
+		t := time.NewTimer(first)
+		select {
+		case <-stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 	tick := time.NewTicker(epochProbe)
 	defer tick.Stop()
 	for {
@@ -74,6 +90,9 @@ func (e *epochs) watch(stop <-chan struct{}) {
 // probe reads the run_ids and ends every lease when they changed. A server that cannot be read
 // is skipped: the leases' deadlines cover an unreachable one.
 func (e *epochs) probe(stop <-chan struct{}) {
+	e.mu.Lock()
+	e.probed = time.Now()
+	e.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), epochProbe)
 	defer cancel()
 	go func() {

@@ -35,3 +35,11 @@ var ScriptPrelude = shareConstants
 
 // ShareKey is the key of the share record of lock key rk (share.go). For tests only.
 var ShareKey = shareKey
+
+// QueuedCalls returns how many calls of p wait for a pipeline slot (see batcher). For tests
+// only.
+func QueuedCalls(p *Provider) int {
+	p.batch.mu.Lock()
+	defer p.batch.mu.Unlock()
+	return len(p.batch.queue)
+}

@@ -25,6 +25,8 @@ type Provider struct {
 	listen listener
 	// epochs ends every lease when the Redis server restarts or fails over.
 	epochs epochs
+	// batch merges the script pipelines of concurrent calls.
+	batch batcher
 }
 
 // New returns a Provider on client (standalone, Sentinel or Cluster). opts may be nil.

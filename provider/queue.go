@@ -148,7 +148,7 @@ func (q *queue) waitFor(key string) error {
 			sleep = min(sleep, sharePoll)
 		}
 		if sleep > 0 {
-			q.p.opts.Waker.Wait(q.wake.ctx, q.p.RedisKey(key), sleep)
+			q.p.opts.Waker.Wait(q.wake.waitContext(), q.p.RedisKey(key), sleep)
 		}
 		q.wake.stop()
 		// The delay grows after a wake-up too, as after any failed attempt. A wake-up only

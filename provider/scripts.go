@@ -136,7 +136,8 @@ func (p *Provider) scriptBatch(ctx context.Context, s *script, keys []string, r 
 	return evalBatch(ctx, p, s, keys, r, func(int) []any { return args }, (*redis.Cmd).Int64)
 }
 
-// evalBatch runs one script over many keys in a single pipeline, key i with the arguments
+// evalBatch runs one script over many keys in a single pipeline (merged with those of concurrent
+// calls: see batcher), key i with the arguments
 // argsOf(i). results[i] is key i's reply, read with parse, when errs[i] is nil; errs[i] is its
 // Redis error (a reply error such as WRONGTYPE, or the transport error when the pipeline
 // failed). err is the first transport error, wrapped: then the keys with an error have an
@@ -152,17 +153,21 @@ func evalBatch[T any](ctx context.Context, p *Provider, s *script, keys []string
 		pending[i] = i
 	}
 	for attempt := 0; attempt < 2 && len(pending) > 0; attempt++ {
-		pipe := p.client.Pipeline()
 		cmds := make([]*redis.Cmd, len(pending))
+		sent := make([]redis.Cmder, len(pending))
 		for j, i := range pending {
 			cmds[j] = s.cmd(ctx, p.RedisKey(keys[i]), attempt > 0, slices.Concat(argsOf(i), []any{p.channel}))
+			sent[j] = cmds[j]
 			if r == sendOnce {
-				_ = pipe.Process(ctx, onceCmd{cmds[j]})
-			} else {
-				_ = pipe.Process(ctx, cmds[j])
+				sent[j] = onceCmd{cmds[j]}
 			}
 		}
-		_, _ = pipe.Exec(ctx)
+		if cut := p.batch.exec(ctx, p.client, sent, r == sendOnce); cut != nil {
+			for _, i := range pending {
+				errs[i] = cut
+			}
+			return results, errs, fmt.Errorf("redis: %w", cut)
+		}
 		var retry []int
 		for j, i := range pending {
 			v, cmdErr := parse(cmds[j])
@@ -203,8 +208,12 @@ func isNetworkReply(err error) bool {
 }
 
 // maybeRan reports whether a transport error may have come after the command reached Redis,
-// so that its outcome is unknown: anything but a failed dial or a wait for a pooled connection.
+// so that its outcome is unknown: anything but a failed dial, a wait for a pooled connection or
+// a call that gave up while its request still waited in the batcher's queue.
 func maybeRan(err error) bool {
+	if errors.Is(err, errNotSent) {
+		return false
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return false

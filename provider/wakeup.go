@@ -16,8 +16,9 @@ import (
 // that has waited longest. A waiter that loses the race for the key waits again, and the next
 // release wakes the next one; a wake-up that is lost costs one backoff sleep.
 //
-// No goroutine is started: a registration is a context derived from the waiter's, and waking it
-// is cancelling that context. Registering, narrowing, stopping and waking cost O(1) per
+// No goroutine is started: a registration is a mark in these maps, and waking it sets its
+// woken flag and cancels its context, which is derived from the waiter's only when the waiter
+// actually sleeps (waitContext): most attempts find their keys free and never need one. Registering, narrowing, stopping and waking cost O(1) per
 // registration and key under one mutex. The zero value is ready to use.
 type wakeups struct {
 	mu      sync.Mutex
@@ -65,23 +66,25 @@ func (w *wakeups) unhold(keys []string, freed []bool) {
 	}
 }
 
-// wakeup is one registration: its ctx ends when one of its keys is deleted by this Provider,
-// when the waiter's context ends, or when the registration is stopped.
+// wakeup is one registration: it is woken when one of its keys is deleted by this Provider;
+// its context (waitContext) ends then, when the waiter's context ends, or when the
+// registration is stopped.
 type wakeup struct {
 	w      *wakeups
-	ctx    context.Context
-	cancel context.CancelFunc
-	keys   []string  // guarded by w.mu; nil once stopped
-	ticket string    // the waiter's fair-queue ticket; "" when it does not queue
-	since  time.Time // when the waiting call started
+	parent context.Context    // the waiter's
+	ctx    context.Context    // guarded by w.mu; nil until waitContext
+	cancel context.CancelFunc // guarded by w.mu; with ctx
+	woken  bool               // guarded by w.mu
+	keys   []string           // guarded by w.mu; nil once stopped
+	ticket string             // the waiter's fair-queue ticket; "" when it does not queue
+	since  time.Time          // when the waiting call started
 }
 
-// register returns a registration on keys, derived from ctx. It must be made before the attempt
+// register returns a registration on keys for a waiter whose context is ctx. It must be made before the attempt
 // whose "held" reply it waits on (so a release that follows that reply cannot be missed), and it
 // must be stopped on every path.
 func (w *wakeups) register(ctx context.Context, keys []string, ticket string, since time.Time) *wakeup {
-	r := &wakeup{w: w, keys: keys, ticket: ticket, since: since}
-	r.ctx, r.cancel = context.WithCancel(ctx)
+	r := &wakeup{w: w, parent: ctx, keys: keys, ticket: ticket, since: since}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.waiting == nil {
@@ -105,7 +108,7 @@ func (w *wakeups) wake(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if r := w.oldestLocked(key, false); r != nil {
-		r.cancel() // cheap and non-blocking; the registration leaves when its waiter stops it
+		r.wakeLocked() // cheap and non-blocking; the registration leaves when its waiter stops it
 	}
 }
 
@@ -128,13 +131,13 @@ func (w *wakeups) wakeHeadLocked(key, head string) {
 	if head != "" {
 		for r := range w.waiting[key] {
 			if r.ticket == head {
-				r.cancel()
+				r.wakeLocked()
 				return
 			}
 		}
 	}
 	if r := w.oldestLocked(key, head == ""); r != nil {
-		r.cancel()
+		r.wakeLocked()
 	}
 }
 
@@ -143,7 +146,7 @@ func (w *wakeups) wakeHeadLocked(key, head string) {
 func (w *wakeups) oldestLocked(key string, queued bool) *wakeup {
 	var oldest *wakeup
 	for r := range w.waiting[key] {
-		if r.ctx.Err() != nil || r.ticket != "" && !queued {
+		if r.woken || r.parent.Err() != nil || r.ticket != "" && !queued {
 			continue
 		}
 		if oldest == nil || r.since.Before(oldest.since) {
@@ -188,6 +191,32 @@ func (r *wakeup) stop() {
 		r.w.unlinkLocked(key, r)
 	}
 	r.keys = nil
+	r.woken = true // a later waitContext does not sleep
+	cancel := r.cancel
 	r.w.mu.Unlock()
-	r.cancel()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// wakeLocked wakes r: its context, if made yet, ends. w.mu is held.
+func (r *wakeup) wakeLocked() {
+	r.woken = true
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// waitContext returns the context of a sleep between attempts: derived from the waiter's, and
+// ended when r is woken (already, when it was woken before) or stopped.
+func (r *wakeup) waitContext() context.Context {
+	r.w.mu.Lock()
+	defer r.w.mu.Unlock()
+	if r.ctx == nil {
+		r.ctx, r.cancel = context.WithCancel(r.parent)
+		if r.woken {
+			r.cancel()
+		}
+	}
+	return r.ctx
 }
