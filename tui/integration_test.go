@@ -330,7 +330,7 @@ func TestIntegrationKeyspaceNotificationsUpdateLive(t *testing.T) {
 	require.NoError(t, client.Set(ctx, "medusa_lock:first", "o", time.Minute).Err())
 	// The poll is an hour apart: only keyspace notifications can bring the new key.
 	c := startConsole(t, Config{Client: client, URL: srv.URL, KeyspacePoll: time.Hour, Refresh: time.Hour, NoEvents: true})
-	c.await("first", "keyspace events + poll 1h")
+	c.await("first", "keyspace events + rescan 1h")
 	require.NoError(t, client.Set(ctx, "medusa_lock:second", "p", time.Minute).Err())
 	c.await("second", "2 locks")
 	require.NoError(t, client.Del(ctx, "medusa_lock:first").Err())
