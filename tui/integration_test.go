@@ -21,6 +21,7 @@ import (
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/source"
 )
 
 // waitFor bounds every wait of the integration tests.
@@ -29,21 +30,34 @@ const waitFor = 15 * time.Second
 // console is the program running headless: keys go in through a pipe, the screen is captured
 // on the event loop before each message.
 type console struct {
-	t      *testing.T
+	t      testing.TB
 	keys   *io.PipeWriter
 	screen atomic.Value // string
 	done   chan error
 	cancel context.CancelFunc
+
+	started time.Time
+	// refreshes counts the full refreshes done; first is the first one's stats, and
+	// firstAfter how long after the start it ended (the time to a full table).
+	refreshes  atomic.Int64
+	first      atomic.Pointer[source.ScanStats]
+	firstAfter atomic.Int64 // time.Duration
 }
 
-func startConsole(t *testing.T, cfg Config) *console {
+func startConsole(t testing.TB, cfg Config) *console {
 	t.Helper()
 	pr, pw := io.Pipe()
 	cfg.Stdin, cfg.Stdout = pr, io.Discard
 	ctx, cancel := context.WithCancel(t.Context())
-	c := &console{t: t, keys: pw, done: make(chan error, 1), cancel: cancel}
+	c := &console{t: t, keys: pw, done: make(chan error, 1), cancel: cancel, started: time.Now()}
 	c.screen.Store("")
 	capture := func(m tea.Model, msg tea.Msg) tea.Msg {
+		if done, ok := msg.(scanDoneMsg); ok && done.err == nil {
+			if c.refreshes.Add(1) == 1 {
+				c.firstAfter.Store(int64(time.Since(c.started)))
+				c.first.Store(&done.stats)
+			}
+		}
 		c.screen.Store(ansi.Strip(m.(*model).render()))
 		return msg
 	}
