@@ -72,15 +72,22 @@ func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
 	// A subscription that failed is tried again once Redis answers again, and while it does,
 	// with backoff.
 	now := m.common.Now()
-	if m.conn.infoOK && m.conn.info.Keyspace() && m.keyspace.idle() &&
-		(msg.info != nil || m.keyspace.retry.due(now)) {
+	subscribing := m.conn.infoOK && m.conn.info.Keyspace() && m.keyspace.idle() &&
+		(msg.info != nil || m.keyspace.retry.due(now))
+	if subscribing {
 		cmds = append(cmds, m.subscribeKeyspace(m.conn.info.DB))
 	}
 	if m.wantEvents() && m.events.idle() && (wasDown || m.events.retry.due(now)) {
 		cmds = append(cmds, m.subscribeEvents())
 	}
-	if wasDown && !m.scanning {
-		cmds = append(cmds, m.scan())
+	// The first refresh, and one after an outage; held for a keyspace subscription being made,
+	// which starts it when it is confirmed (or failed).
+	if (wasDown || m.scanGen == 0) && !m.scanning && !m.scanHeld {
+		if subscribing {
+			m.scanHeld = true
+		} else {
+			cmds = append(cmds, m.scan())
+		}
 	}
 	cmds = append(cmds, m.after(heartbeatEvery, heartbeatDueMsg{}))
 	return tea.Batch(cmds...)
@@ -120,9 +127,24 @@ func (m *model) onScanDone(msg scanDoneMsg) tea.Cmd {
 	m.loaded = true
 	m.locks.SetLoaded()
 	m.lastGood = m.common.Now()
+	if m.scanAgain {
+		m.scanAgain = false
+		return m.scan()
+	}
 	gen := m.scanGen
 	wait := max(m.pollInterval()-msg.stats.Took, 0)
 	return m.after(wait, scanDueMsg{gen: gen})
+}
+
+// rescan starts a refresh because notifications may have been missed: at once, or, when one
+// is under way (it may have walked past the keys concerned), as soon as it ends. While Redis is
+// down the heartbeat starts one when it answers again.
+func (m *model) rescan() tea.Cmd {
+	if m.scanning {
+		m.scanAgain = true
+		return nil
+	}
+	return m.refreshNow()
 }
 
 // wantEvents reports whether the console subscribes to lock events itself.
@@ -182,20 +204,30 @@ func (m *model) onKeyspaceStarted(msg keyspaceStartedMsg) tea.Cmd {
 		if m.keyspace.failed(msg.err, m.common.Now()) {
 			m.setNotice("keyspace notifications unavailable, polling only: "+msg.err.Error(), true)
 		}
-		return nil
+		return m.releaseHeldScan()
 	}
 	m.keyspace.up()
 	m.ks = msg.ks
+	m.scanHeld = false
 	// What changed before the subscription is caught by a refresh now; from here on the
-	// notifications keep the table live and the poll slows down.
-	return tea.Batch(m.readKeyspace(), m.refreshNow())
+	// notifications keep the table live and refreshes only repair drift.
+	return tea.Batch(m.readKeyspace(), m.rescan())
 }
 
-// readKeyspace waits for notified keys and reads them (within the budget).
+// releaseHeldScan starts the refresh held for a keyspace subscription that did not come up.
+func (m *model) releaseHeldScan() tea.Cmd {
+	if !m.scanHeld {
+		return nil
+	}
+	m.scanHeld = false
+	return m.refreshNow()
+}
+
+// readKeyspace waits for notified keys and reads them (coalesced, within the budget).
 func (m *model) readKeyspace() tea.Cmd {
 	ks := m.ks
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
-		keys, overflow, err := ks.Next(ctx, source.KeyspaceReadBatch)
+		keys, lost, err := ks.Next(ctx, source.KeyspaceReadBatch)
 		if err != nil {
 			return keyspaceReadMsg{err: err}
 		}
@@ -209,7 +241,7 @@ func (m *model) readKeyspace() tea.Cmd {
 		if len(absent) > 0 {
 			m.hub.Absent(absent, at)
 		}
-		return keyspaceReadMsg{keys: len(keys), overflow: overflow}
+		return keyspaceReadMsg{keys: len(keys), lost: lost}
 	})
 }
 
@@ -224,8 +256,8 @@ func (m *model) onKeyspaceRead(msg keyspaceReadMsg) tea.Cmd {
 	}
 	m.lastGood = m.common.Now()
 	cmds := []tea.Cmd{m.readKeyspace()}
-	if msg.overflow {
-		cmds = append(cmds, m.refreshNow())
+	if msg.lost {
+		cmds = append(cmds, m.rescan())
 	}
 	return tea.Batch(cmds...)
 }

@@ -22,8 +22,10 @@ import (
 const (
 	// DefaultRefresh is the poll interval without keyspace notifications.
 	DefaultRefresh = time.Second
-	// DefaultKeyspacePoll is the poll interval while keyspace notifications keep the table live.
-	DefaultKeyspacePoll = 5 * time.Second
+	// DefaultKeyspacePoll is the shortest interval between two full refreshes while keyspace
+	// notifications keep the table live: they only repair drift (docs/console-cost.md says
+	// why 5 minutes).
+	DefaultKeyspacePoll = 5 * time.Minute
 	// heartbeatEvery is the PING interval while connected.
 	heartbeatEvery = time.Second
 	// retryMin and retryMax bound the reconnection backoff.
@@ -61,11 +63,11 @@ type Config struct {
 	// Refresh is the poll interval. Default DefaultRefresh (1 s). It grows by itself when a
 	// refresh (a walk of the whole database) takes longer within the budget.
 	Refresh time.Duration
-	// KeyspacePoll is the poll interval while keyspace notifications are live. Default
-	// DefaultKeyspacePoll (5 s).
+	// KeyspacePoll is the shortest interval between two full refreshes while keyspace
+	// notifications are live; a large database stretches it (source.DriftInterval). Default
+	// DefaultKeyspacePoll (5 min).
 	KeyspacePoll time.Duration
-	// Budget caps the cost per second of refreshes and keyspace reads: one per command,
-	// except a SCAN, which counts as the source.ScanCount keys of the database it examines.
+	// Budget caps the cost per second of refreshes and keyspace reads (docs/console-cost.md).
 	// Default source.DefaultBudget (20,000); negative means unlimited.
 	Budget int
 	// Events delivers lock events (for contention). nil: Run subscribes to the namespace's

@@ -26,25 +26,17 @@
 //
 // # Data and cost
 //
-// The lock table is refreshed by SCAN polling (the source of truth). SCAN … MATCH walks the
-// whole database, not only the namespace: a refresh of a database of K keys holding N locks
-// sends about K/100 SCAN (COUNT 100) plus N GET and N PTTL, in about K/100 round trips. It is
-// paced to Config.Budget (default 20,000 per second), in which a SCAN counts as the 100 keys
-// it examines and every other command as one, so a refresh takes at least (K + 2N)/20,000
-// seconds and the console never has Redis examine or read more than the budget per second on
-// average: a database of 100,000 locks is re-read every ~15 s, one of 500,000 other keys and a few locks
-// every ~25 s (the status bar then shows "poll 25s (budget 20,000/s)", and the help screen the
-// cost of the last refresh). When the server publishes keyspace notifications (CONFIG GET
-// notify-keyspace-events), changed keys are re-read at once (two commands each, within the
-// same budget) and the poll slows to Config.KeyspacePoll. PING once a second; INFO server and
-// DBSIZE and CONFIG GET once per connection. An exact filter (/=KEY) reads
-// that key at once (GET and PTTL, outside the budget: the operator named it), so a stuck key is
-// found without waiting for the scan; while the first refresh runs, an empty table says how far
-// it is (keys examined of DBSIZE), never "no match". Lock events from pub/sub (package events) give waiters and
-// attempts per second per key (a subscription that fails, at start or after an outage, is
-// retried with backoff while Redis answers); for keys only stock Medusa processes use, "p" samples the keys
-// on screen for 30 s (four reads a second plus INFO commandstats once a second; its cost is
-// shown while it runs).
+// The lock table comes from full refreshes (SCAN … MATCH plus GET and PTTL per lock, paced to
+// Config.Budget) and, when the server publishes keyspace notifications, from the re-read of each
+// notified key, with TTLs counting down locally and a full refresh only to repair drift. What
+// that costs, the budget and the measured numbers are stated once, in docs/console-cost.md. An
+// exact filter (/=KEY) reads that key at once (outside the budget: the operator named it), so a
+// stuck key is found without waiting for the scan; while the first refresh runs, an empty table
+// says how far it is (keys examined of DBSIZE), never "no match". Lock events from pub/sub
+// (package events) give waiters and attempts per second per key (a subscription that fails, at
+// start or after an outage, is retried with backoff while Redis answers); for keys only stock
+// Medusa processes use, "p" samples the keys on screen for 30 s (its cost is shown while it
+// runs).
 //
 // Filtering and sorting run in the source.Hub goroutine, never in Update; only the rows on
 // screen are rendered. No Redis call happens in Update: every one runs in a tea.Cmd and its

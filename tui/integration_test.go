@@ -21,6 +21,7 @@ import (
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/source"
 )
 
 // waitFor bounds every wait of the integration tests.
@@ -29,21 +30,34 @@ const waitFor = 15 * time.Second
 // console is the program running headless: keys go in through a pipe, the screen is captured
 // on the event loop before each message.
 type console struct {
-	t      *testing.T
+	t      testing.TB
 	keys   *io.PipeWriter
 	screen atomic.Value // string
 	done   chan error
 	cancel context.CancelFunc
+
+	started time.Time
+	// refreshes counts the full refreshes done; first is the first one's stats, and
+	// firstAfter how long after the start it ended (the time to a full table).
+	refreshes  atomic.Int64
+	first      atomic.Pointer[source.ScanStats]
+	firstAfter atomic.Int64 // time.Duration
 }
 
-func startConsole(t *testing.T, cfg Config) *console {
+func startConsole(t testing.TB, cfg Config) *console {
 	t.Helper()
 	pr, pw := io.Pipe()
 	cfg.Stdin, cfg.Stdout = pr, io.Discard
 	ctx, cancel := context.WithCancel(t.Context())
-	c := &console{t: t, keys: pw, done: make(chan error, 1), cancel: cancel}
+	c := &console{t: t, keys: pw, done: make(chan error, 1), cancel: cancel, started: time.Now()}
 	c.screen.Store("")
 	capture := func(m tea.Model, msg tea.Msg) tea.Msg {
+		if done, ok := msg.(scanDoneMsg); ok && done.err == nil {
+			if c.refreshes.Add(1) == 1 {
+				c.firstAfter.Store(int64(time.Since(c.started)))
+				c.first.Store(&done.stats)
+			}
+		}
 		c.screen.Store(ansi.Strip(m.(*model).render()))
 		return msg
 	}
@@ -330,7 +344,7 @@ func TestIntegrationKeyspaceNotificationsUpdateLive(t *testing.T) {
 	require.NoError(t, client.Set(ctx, "medusa_lock:first", "o", time.Minute).Err())
 	// The poll is an hour apart: only keyspace notifications can bring the new key.
 	c := startConsole(t, Config{Client: client, URL: srv.URL, KeyspacePoll: time.Hour, Refresh: time.Hour, NoEvents: true})
-	c.await("first", "keyspace events + poll 1h")
+	c.await("first", "keyspace events + rescan 1h")
 	require.NoError(t, client.Set(ctx, "medusa_lock:second", "p", time.Minute).Err())
 	c.await("second", "2 locks")
 	require.NoError(t, client.Del(ctx, "medusa_lock:first").Err())

@@ -35,9 +35,10 @@ type (
 	}
 	// keyspaceReadMsg is the result of one targeted read after notifications.
 	keyspaceReadMsg struct {
-		keys     int
-		overflow bool
-		err      error
+		keys int
+		// lost: notifications may have been lost (see source.Keyspace.Next).
+		lost bool
+		err  error
 	}
 	// keyspaceRetryMsg asks for the next targeted read after a failed one.
 	keyspaceRetryMsg struct{}

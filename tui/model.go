@@ -89,6 +89,12 @@ type model struct {
 	// refreshing
 	scanning bool
 	scanGen  int
+	// scanAgain asks for a refresh as soon as the one under way ends: the keyspace
+	// subscription came up while it ran, so changes it walked past before then may be missed.
+	scanAgain bool
+	// scanHeld is set while the refresh due is held for the keyspace subscription being made,
+	// so changes between the two are not missed and no second refresh is needed.
+	scanHeld bool
 	lastScan source.ScanStats
 	loaded   bool
 	lastGood time.Time
@@ -132,10 +138,12 @@ func newModel(cfg Config, rt *runtime) *model {
 	return m
 }
 
-// Init starts the background work: the hub's Views, the heartbeat, the first refresh and the
-// event subscription; it asks the terminal for its background colour.
+// Init starts the background work: the hub's Views, the heartbeat (which starts the first
+// refresh) and the event subscription; it asks the terminal for its background colour.
 func (m *model) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.waitView(), m.heartbeat(), m.scan()}
+	// The first refresh starts once the heartbeat knows whether keyspace notifications are on
+	// (onHeartbeat), after their subscription when they are.
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.waitView(), m.heartbeat()}
 	if m.cfg.Events != nil {
 		m.events.on = true
 		ch := m.cfg.Events.C()
@@ -264,13 +272,14 @@ func (m *model) setStickyNotice(text string) {
 	m.notice = notice{text: text, err: true}
 }
 
-// pollInterval is the wait between the starts of two refreshes.
+// pollInterval is the wait between the starts of two refreshes: Config.Refresh, or the time a
+// refresh takes within the budget, when polling; while keyspace notifications keep the table
+// live, the drift rescan's interval (source.DriftInterval: at least Config.KeyspacePoll).
 func (m *model) pollInterval() time.Duration {
-	base := m.cfg.Refresh
 	if m.keyspace.on {
-		base = m.cfg.KeyspacePoll
+		return source.DriftInterval(m.cfg.KeyspacePoll, m.lastScan)
 	}
-	return max(base, m.lastScan.Took)
+	return max(m.cfg.Refresh, m.lastScan.Took)
 }
 
 // stale reports whether the data on screen is not current, and its age.

@@ -191,19 +191,16 @@ func (m *model) status() statusbar.Status {
 	return s
 }
 
-// refreshMode says how the table is refreshed: "poll 1s", "keyspace events + poll 5s", and
-// when the budget stretched the interval, "poll 10s (budget 20,000/s)".
+// refreshMode says how the table is refreshed: "poll 1s", and when the budget stretched the
+// interval, "poll 10s (budget 20,000/s)"; with keyspace notifications, "keyspace events +
+// rescan 10m" (the drift rescan, see source.DriftInterval).
 func (m *model) refreshMode() string {
 	interval := m.pollInterval()
+	if m.keyspace.on {
+		return "keyspace events + rescan " + common.Duration(interval)
+	}
 	mode := "poll " + common.Duration(interval)
-	if m.keyspace.on {
-		mode = "keyspace events + " + mode
-	}
-	base := m.cfg.Refresh
-	if m.keyspace.on {
-		base = m.cfg.KeyspacePoll
-	}
-	if interval > base && m.src.Budget() > 0 {
+	if interval > m.cfg.Refresh && m.src.Budget() > 0 {
 		mode += fmt.Sprintf(" (budget %s/s)", common.Count(m.src.Budget()))
 	}
 	return mode

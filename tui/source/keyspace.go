@@ -31,17 +31,19 @@ const (
 var subscribeTimeout = SubscribeTimeout
 
 // Keyspace collects the keys named by keyspace notifications (PSUBSCRIBE
-// __keyspace@<db>__:<namespace>*) until the console reads them.
+// __keyspace@<db>__:<namespace>*) until the console reads them. Pub/sub delivers at most once:
+// when it may have lost notifications (more came than it holds, or go-redis reconnected the
+// subscription, which drops what was published meanwhile) Next says a full refresh is due.
 type Keyspace struct {
 	ps     *redis.PubSub
 	prefix string // channel prefix to strip: "__keyspace@0__:" + namespace
 
-	mu       sync.Mutex
-	pending  map[string]struct{}
-	overflow bool
-	wake     chan struct{}
-	done     chan struct{}
-	closing  sync.Once
+	mu      sync.Mutex
+	pending map[string]struct{}
+	lost    bool // notifications may have been lost since the last Next
+	wake    chan struct{}
+	done    chan struct{}
+	closing sync.Once
 }
 
 // SubscribeKeyspace subscribes to the keyspace notifications of the namespace in db and
@@ -62,22 +64,36 @@ func (s *Source) SubscribeKeyspace(ctx context.Context, db int) (*Keyspace, erro
 		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
-	go k.run(ps.Channel(redis.WithChannelSize(1024)))
+	// With subscriptions: pubsub.Open consumed the first confirmation, so every *Subscription
+	// that arrives is go-redis subscribing again after a reconnect.
+	go k.run(ps.ChannelWithSubscriptions(redis.WithChannelSize(1024)))
 	return k, nil
 }
 
-func (k *Keyspace) run(ch <-chan *redis.Message) {
+func (k *Keyspace) run(ch <-chan any) {
 	defer close(k.done)
-	for msg := range ch {
-		key, ok := strings.CutPrefix(msg.Channel, k.prefix)
-		if !ok {
+	for m := range ch {
+		var key string
+		lost := false
+		switch msg := m.(type) {
+		case *redis.Subscription:
+			lost = true
+		case *redis.Message:
+			var ok bool
+			if key, ok = strings.CutPrefix(msg.Channel, k.prefix); !ok {
+				continue
+			}
+		default:
 			continue
 		}
 		k.mu.Lock()
-		if len(k.pending) < keyspaceMaxPending {
+		switch {
+		case lost:
+			k.lost = true
+		case len(k.pending) < keyspaceMaxPending:
 			k.pending[key] = struct{}{}
-		} else {
-			k.overflow = true
+		default:
+			k.lost = true
 		}
 		k.mu.Unlock()
 		select {
@@ -87,15 +103,17 @@ func (k *Keyspace) run(ch <-chan *redis.Message) {
 	}
 }
 
-// Next waits until some keys were notified (or ctx ends), lets more notifications gather for
-// a moment, and returns up to max of them. overflow is true when notifications came faster
-// than the console reads them and were dropped: a full refresh is due.
-func (k *Keyspace) Next(ctx context.Context, max int) (keys []string, overflow bool, err error) {
+// Next waits until some keys were notified or notifications may have been lost (or ctx
+// ends), lets more notifications gather for a moment, and returns up to max of the keys.
+// lost is true when notifications may have been lost since the last call: they came faster
+// than the console reads them, or the subscription was reconnected. A full refresh is then
+// due.
+func (k *Keyspace) Next(ctx context.Context, max int) (keys []string, lost bool, err error) {
 	for {
 		k.mu.Lock()
-		n := len(k.pending)
+		n, lost := len(k.pending), k.lost
 		k.mu.Unlock()
-		if n > 0 {
+		if n > 0 || lost {
 			break
 		}
 		select {
@@ -122,8 +140,8 @@ func (k *Keyspace) Next(ctx context.Context, max int) (keys []string, overflow b
 		keys = append(keys, key)
 		delete(k.pending, key)
 	}
-	overflow, k.overflow = k.overflow, false
-	return keys, overflow, nil
+	lost, k.lost = k.lost, false
+	return keys, lost, nil
 }
 
 // Close unsubscribes and waits for the reader to end.

@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultBudget is the cost per second the console's own reads may use, in commands, with a
-// SCAN counted as the ScanCount keys it examines (see the package documentation).
+// SCAN counted as the ScanCount keys it examines (docs/console-cost.md).
 const DefaultBudget = 20000
 
 // Limiter is a token bucket of cost units per second (a GET is one, a SCAN ScanCost), on

@@ -91,21 +91,49 @@ func (s *Source) ServerInfo(ctx context.Context) (ServerInfo, error) {
 // ScriptCalls returns the server's total EVALSHA and EVAL calls (INFO commandstats): the
 // attempts of every stock Medusa process, sampled by the console to estimate contention.
 func (s *Source) ScriptCalls(ctx context.Context) (int64, error) {
+	calls, err := s.CommandCalls(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return calls["evalsha"] + calls["eval"], nil
+}
+
+// CommandCalls returns the server's calls per command since it started or its statistics were
+// reset (INFO commandstats), by lower-case command name ("get", "config|get"), from every
+// client: the console's own cost is the difference over a window of a server it alone uses.
+func (s *Source) CommandCalls(ctx context.Context) (Calls, error) {
 	text, err := s.client.Info(ctx, "commandstats").Result()
 	if err != nil {
-		return 0, fmt.Errorf("info commandstats: %w", err)
+		return nil, fmt.Errorf("info commandstats: %w", err)
 	}
-	var total int64
-	for _, name := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
-		field := infoField(text, name) // calls=12,usec=...
-		for _, part := range strings.Split(field, ",") {
+	calls := Calls{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		name, stats, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":") // cmdstat_get:calls=12,usec=…
+		name, isCmd := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isCmd {
+			continue
+		}
+		for _, part := range strings.Split(stats, ",") {
 			if v, ok := strings.CutPrefix(part, "calls="); ok {
 				n, _ := strconv.ParseInt(v, 10, 64)
-				total += n
+				calls[name] += n
 			}
 		}
 	}
-	return total, nil
+	return calls, nil
+}
+
+// Calls are a server's calls per command (see CommandCalls).
+type Calls map[string]int64
+
+// Total is the sum of the calls of every command.
+func (c Calls) Total() int64 {
+	var n int64
+	for _, v := range c {
+		n += v
+	}
+	return n
 }
 
 func infoField(text, name string) string {

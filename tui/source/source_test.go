@@ -203,3 +203,28 @@ func TestNewSamplerCapsKeys(t *testing.T) {
 	assert.Len(t, sm.Keys(), source.SampleMaxKeys)
 	assert.True(t, slices.Equal(keys[:source.SampleMaxKeys], sm.Keys()))
 }
+
+// go-redis subscribes again after a reconnect, and what was published meanwhile is lost:
+// Next says so, and notifications arrive again afterwards.
+func TestKeyspaceReportsAReconnectAsLost(t *testing.T) {
+	srv := redistest.StartWith(t, redistest.Config{Args: []string{"--notify-keyspace-events", "Kg$xe"}})
+	client := srv.Client(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	src := source.New(source.Options{Client: client})
+	ks, err := src.SubscribeKeyspace(ctx, 0)
+	require.NoError(t, err)
+	defer ks.Close()
+
+	require.NoError(t, client.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
+	keys, lost, err := ks.Next(ctx, 10)
+	require.NoError(t, err)
+	assert.True(t, lost, "a reconnected subscription may have missed notifications")
+	assert.Empty(t, keys)
+
+	require.NoError(t, client.Set(ctx, "medusa_lock:after", "o", time.Minute).Err())
+	keys, lost, err = ks.Next(ctx, 10)
+	require.NoError(t, err)
+	assert.False(t, lost)
+	assert.Equal(t, []string{"after"}, keys)
+}

@@ -23,7 +23,7 @@ type Status struct {
 	// Locks is the number of locks; Loaded is false until the first refresh completed.
 	Locks  int
 	Loaded bool
-	// Refresh says how the data is refreshed: "poll 1s", "keyspace events + poll 5s".
+	// Refresh says how the data is refreshed: "poll 1s", "keyspace events + rescan 5m00s".
 	Refresh string
 	// Events says whether lock events arrive ("events", "no events: …").
 	Events string
