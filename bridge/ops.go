@@ -256,13 +256,13 @@ func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) 
 		// an ended wait (a ConflictError naming the key) is this request's.
 		_ = c.order.wait(ctx, t, 0)
 	}
-	err := c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
+	tokens, err := c.s.prov.AcquireTokens(ctx, req.Keys, provider.AcquireOptions{
 		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim,
-		Queued: c.order.leaver(t)})
+		Queued: c.order.leaver(t), Holder: c.holder})
 	if err != nil {
 		return nil, mapError(ctx, err)
 	}
-	return emptyResult{}, nil
+	return fencing{FencingToken: provider.FencingTokenOf(tokens), FencingTokens: tokens}, nil
 }
 
 // checkRequest enforces the token's owner and key prefixes on every op that names them.

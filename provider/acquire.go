@@ -37,8 +37,8 @@ type AcquireOptions struct {
 	Claim string
 	// Queued, with AwaitQueue, is called as LeaseOptions.Queued is.
 	Queued func()
-	// Holder names the taking process in the holder records; empty fields take
-	// Options.Holder's (a bridge passes its client's).
+	// Holder names the taking process in the holder records (a bridge passes its client's);
+	// the zero value writes Options.Holder.
 	Holder Holder
 }
 
@@ -185,13 +185,13 @@ type holdings struct {
 	tokens  map[string]int64 // the fencing token of every key an attempt took
 }
 
-// newHoldings starts the holdings of one call; claim "" gets a fresh one, holder's empty fields
-// the Provider's.
+// newHoldings starts the holdings of one call; claim "" gets a fresh one, a zero holder the
+// Provider's (see Holder).
 func (p *Provider) newHoldings(owner, claim string, holder Holder) *holdings {
 	if claim == "" {
 		claim = NewClaim()
 	}
-	return &holdings{owner: owner, claim: claim, holder: holder.withDefaults(p.opts.Holder),
+	return &holdings{owner: owner, claim: claim, holder: p.opts.Holder.forCall(holder),
 		touched: map[string]bool{}, tokens: map[string]int64{}}
 }
 

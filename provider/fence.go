@@ -3,8 +3,10 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -38,8 +40,9 @@ const (
 	ClientCLI    = "cli"    // locktui acquire / run
 )
 
-// Holder names the process that takes a lock, in the lock's holder record. Empty fields take
-// the defaults of Options.Holder.
+// Holder names the process that takes a lock, in the lock's holder record. In Options, empty
+// fields take the defaults below; a per-call Holder (AcquireOptions, LeaseOptions) that is not
+// the zero value is written as it is, only an empty Client taking Options.Holder's.
 type Holder struct {
 	// Host is the host name. Default os.Hostname().
 	Host string
@@ -49,6 +52,18 @@ type Holder struct {
 	Program string
 	// Client is the kind of client: ClientGo (the default), ClientBridge or ClientCLI.
 	Client string
+}
+
+// forCall is the Holder a call writes: call as it is (Client defaulting to h's), or h when
+// call is the zero value.
+func (h Holder) forCall(call Holder) Holder {
+	if call == (Holder{}) {
+		return h
+	}
+	if call.Client == "" {
+		call.Client = h.Client
+	}
+	return call
 }
 
 // withDefaults fills h's empty fields from def.
@@ -109,6 +124,16 @@ func parseRecord(fields map[string]string, owner string) *Record {
 	}
 	r.FencingToken, _ = strconv.ParseInt(fields["fence"], 10, 64)
 	return r
+}
+
+// FencingTokenOf is the one token that stands for a grant of several keys, each with its own
+// token in tokens: the token of the first key in sorted order (0 for none). Lease.FencingToken
+// and the bridge's fencing_token follow it.
+func FencingTokenOf(tokens map[string]int64) int64 {
+	if len(tokens) == 0 {
+		return 0
+	}
+	return tokens[slices.Min(slices.Collect(maps.Keys(tokens)))]
 }
 
 // fenceCtxKey carries an Execute job's lease in its context.

@@ -27,8 +27,8 @@ type LeaseOptions struct {
 	// (the bridge keeps each connection's) starts the next call then: the calls wait in the
 	// order they first tried. It must not block.
 	Queued func()
-	// Holder names the taking process in the holder records; empty fields take
-	// Options.Holder's (a bridge passes its client's).
+	// Holder names the taking process in the holder records (a bridge passes its client's);
+	// the zero value writes Options.Holder.
 	Holder Holder
 }
 
@@ -261,7 +261,7 @@ func (l *Lease) Owner() string { return l.owner }
 // or, for a lease of several keys, of the first of Keys (each key has its own: FencingTokens).
 // Pass it with every write to a store that checks it, so that a write made after the lease was
 // lost, by a holder that did not notice in time, is refused once a later holder wrote.
-func (l *Lease) FencingToken() int64 { return l.tokens[l.keys[0]] }
+func (l *Lease) FencingToken() int64 { return FencingTokenOf(l.tokens) }
 
 // FencingTokens returns the fencing token of every key of the lease.
 func (l *Lease) FencingTokens() map[string]int64 { return maps.Clone(l.tokens) }
