@@ -68,7 +68,7 @@ func (s *session) connect(ctx context.Context, o *options) (*conn, error) {
 	}
 	warnings := slog.New(&warnHandler{w: s.stderr})
 	c := &conn{client: client, restoreLog: redisconn.LogTo(warnings)}
-	opts := &provider.Options{Namespace: o.namespace, Logger: warnings}
+	opts := &provider.Options{Namespace: o.namespace, Logger: warnings, Holder: provider.Holder{Client: provider.ClientCLI}}
 	if s.app.NewObserver != nil {
 		opts.Observer, c.closer = s.app.NewObserver(client, o.namespace)
 	}

@@ -69,6 +69,7 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	if lease == nil {
 		return code
 	}
+	cmd.Env = leaseEnv(lease)
 	waited, err := startCommand(cmd)
 	if err != nil {
 		s.releaseLease(ctx, lease)
