@@ -31,3 +31,25 @@ func leaseEnv(lease *provider.Lease) []string {
 		EnvFencingTokens+"="+strings.Join(each, "\n"),
 		EnvLockKeys+"="+strings.Join(keys, "\n"))
 }
+
+// holderJSON is a lock's holder record in list --json (see docs/fencing.md).
+type holderJSON struct {
+	Host    string `json:"host"`
+	PID     int    `json:"pid"`
+	Program string `json:"program"`
+	// Client is the kind of client that took the lock: go, bridge or cli.
+	Client string `json:"client"`
+	// AcquiredAtMs is when the hold began, Unix milliseconds in Redis server time.
+	AcquiredAtMs int64 `json:"acquired_at_ms"`
+	// FencingToken is the hold's token.
+	FencingToken int64 `json:"fencing_token"`
+}
+
+// holderOf is r in list --json: nil (JSON null) for a lock without a record.
+func holderOf(r *provider.Record) *holderJSON {
+	if r == nil {
+		return nil
+	}
+	return &holderJSON{Host: r.Host, PID: r.PID, Program: r.Program, Client: r.Client,
+		AcquiredAtMs: r.AcquiredAt.UnixMilli(), FencingToken: r.FencingToken}
+}

@@ -25,6 +25,9 @@ type lockJSON struct {
 	TTLms int64 `json:"ttl_ms"`
 	// Foreign marks a key under the namespace that is not a lock; absent for locks.
 	Foreign bool `json:"foreign,omitempty"`
+	// Holder is the lock's holder record (who holds it, since when, its fencing token); null
+	// for a lock taken by a client that writes none (stock Medusa).
+	Holder *holderJSON `json:"holder"`
 }
 
 func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
@@ -60,7 +63,8 @@ func writeJSON(w io.Writer, locks []provider.Lock) error {
 		if l.TTL != provider.NoExpiry {
 			ttl = l.TTL.Milliseconds()
 		}
-		out = append(out, lockJSON{Key: l.Key, RedisKey: l.RedisKey, Owner: l.Owner, TTLms: ttl, Foreign: l.Foreign})
+		out = append(out, lockJSON{Key: l.Key, RedisKey: l.RedisKey, Owner: l.Owner, TTLms: ttl, Foreign: l.Foreign,
+			Holder: holderOf(l.Record)})
 	}
 	return json.NewEncoder(w).Encode(out)
 }
