@@ -79,7 +79,7 @@ func (p *Provider) ScanWith(ctx context.Context, opts ScanOptions, fn func([]Loc
 			if cursor != 0 {
 				more = 1 // the SCAN for the next batch
 			}
-			if err := pace(ctx, more, readsPerKey*len(redisKeys)); err != nil {
+			if err := pace(ctx, more, ReadsPerKey*len(redisKeys)); err != nil {
 				return err
 			}
 			pipe := node.Pipeline()
@@ -165,8 +165,9 @@ func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absen
 	return parse()
 }
 
-// readsPerKey is the number of commands queueReads sends per key.
-const readsPerKey = 3
+// ReadsPerKey is the number of commands Read and ScanWith send per key read: GET, PTTL and
+// HGETALL of the holder record.
+const ReadsPerKey = 3
 
 // queueReads queues a GET, a PTTL and an HGETALL of the holder record per key on pipe and
 // returns the function that parses them after Exec: a key of another type is Foreign, a key
