@@ -110,6 +110,25 @@ type Record struct {
 	FencingToken int64
 }
 
+// String names the process: "medusa-worker (pid 4242 on web-1, bridge client)", with "?" for
+// what is not known (a bridge client that did not say); program and host through Printable.
+func (h Holder) String() string {
+	program, pid := Printable(h.Program), "pid ?"
+	if h.Program == "" {
+		program = "?"
+	}
+	if h.PID > 0 {
+		pid = "pid " + strconv.Itoa(h.PID)
+	}
+	return fmt.Sprintf("%s (%s on %s, %s client)", program, pid, Printable(h.Host), h.Client)
+}
+
+// String names the holder in a line: "medusa-worker (pid 4242 on web-1, bridge client), held
+// since 2026-12-02T03:04:05.123Z, fencing token 1796180000000001".
+func (r *Record) String() string {
+	return fmt.Sprintf("%s, held since %s, fencing token %d", r.Holder, r.AcquiredAt.UTC().Format(time.RFC3339Nano), r.FencingToken)
+}
+
 // parseRecord reads a holder record's fields (HGETALL), for a lock held by owner: nil when
 // there is none, or when it is another owner's (a stale record left by a stock release).
 func parseRecord(fields map[string]string, owner string) *Record {

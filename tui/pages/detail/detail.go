@@ -113,17 +113,8 @@ func (p *Page) holderLines(e *store.Entry, now time.Time, label func(string) str
 	if r == nil {
 		return []string{label("HOLDER") + st.Dim.Render("unknown: no holder record (taken by stock Medusa)")}
 	}
-	pid := "pid ?"
-	if r.PID > 0 {
-		pid = fmt.Sprintf("pid %d", r.PID)
-	}
-	program := r.Program
-	if program == "" {
-		program = "?"
-	}
 	return []string{
-		label("HOLDER") + provider.Printable(program) + st.Dim.Render(fmt.Sprintf("  %s on %s, %s client",
-			pid, provider.Printable(r.Host), r.Client)),
+		label("HOLDER") + r.Holder.String(),
 		label("HELD FOR") + common.Duration(max(now.Sub(r.AcquiredAt), 0)) + st.Dim.Render("  since "+
 			r.AcquiredAt.Format("15:04:05")+" (Redis server time)"),
 		label("FENCE") + fmt.Sprintf("%d", r.FencingToken) + st.Dim.Render("  fencing token of this hold"),
