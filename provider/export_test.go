@@ -41,3 +41,7 @@ var RecordKey = recordKey
 
 // ShareKey is the key of the share record of lock key rk (share.go). For tests only.
 var ShareKey = shareKey
+
+// QueueKeys are the keys of the wait queue of lock key rk and of its tickets (queue.go). For
+// tests only.
+var QueueKeys = queueKeys
