@@ -2,7 +2,7 @@
 GO ?= go
 NPM ?= npm
 
-.PHONY: all build test vet node-deps go-test node-test demo bench chaos fuzz clean
+.PHONY: all build test vet node-deps go-test node-test node-types node-check demo bench chaos fuzz clean
 
 all: build
 
@@ -10,14 +10,19 @@ build:
 	$(GO) build ./...
 
 ## test: vet, the Go suites with the race detector (provider, CLI, console, bridge, compat, e2e
-## against real redis-server and stock Medusa in Node), then the Node package's own tests.
+## against real redis-server and stock Medusa in Node, the npm-packed tarball installed into a
+## scratch app), then the Node package's own tests and the type check of its index.d.ts.
 test: vet node-deps go-test node-test
 
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-node-deps: compat/node_modules/.package-lock.json
+node-deps: node-check compat/node_modules/.package-lock.json
+
+node-check:
+	@command -v node >/dev/null 2>&1 && command -v $(NPM) >/dev/null 2>&1 || \
+		{ echo "make: node and $(NPM) are needed on PATH: install Node.js 20 or newer with npm (see Two commands in README.md)" >&2; exit 1; }
 
 compat/node_modules/.package-lock.json: compat/package.json compat/package-lock.json
 	cd compat && $(NPM) ci --no-audit --no-fund >&2
@@ -25,8 +30,14 @@ compat/node_modules/.package-lock.json: compat/package.json compat/package-lock.
 go-test:
 	$(GO) test -race -count=1 ./...
 
-node-test:
-	@if [ -f compat/medusa-locking-bridge/package.json ]; then cd compat/medusa-locking-bridge && $(NPM) test; fi
+node-test: node-deps node-types
+	cd compat/medusa-locking-bridge && $(NPM) test
+
+## node-types: the TypeScript compiler (pinned in compat/package.json) checks index.d.ts against
+## a usage file, with the module settings of a Medusa app.
+node-types: node-deps
+	cd compat && node_modules/.bin/tsc --noEmit --strict --target es2022 --module node16 --types node \
+		medusa-locking-bridge/test/types/usage.ts
 
 ## demo: the console against an embedded Redis with simulated workers; nothing to install.
 demo:

@@ -256,9 +256,11 @@ func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) 
 		// an ended wait (a ConflictError naming the key) is this request's.
 		_ = c.order.wait(ctx, t, 0)
 	}
+	// A queued acquire keeps its turn until it is done (no Queued): acquires name their owner,
+	// and two waits of one owner that overlap could re-enter each other's keys, so that the
+	// give-back of the later one put back the earlier one's lock after both failed.
 	tokens, err := c.s.prov.AcquireTokens(ctx, req.Keys, provider.AcquireOptions{
-		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim,
-		Queued: c.order.leaver(t), Holder: c.holder})
+		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim, Holder: c.holder})
 	if err != nil {
 		return nil, mapError(ctx, err)
 	}

@@ -16,13 +16,14 @@ var errTurnTimedOut = errors.New("bridge: timed out waiting behind an earlier re
 // calls on one key to win, and each request runs in a goroutine of its own, whose scheduling
 // would otherwise decide. The reader takes a turn for a request (enter) before it reads the
 // next frame; the request goes to the provider only once every earlier waiting request of the
-// connection that shares a key with it has made its first attempt (Redis answered it: the
-// request holds its keys, or waits for them in the provider's queue, where the earlier wait is
-// served first), or is done. It leaves its turn at the same point (leaver). So every request
-// waits at once, none is held back behind another's whole wait, and the provider serves them
-// in the order sent. The lines are per key, and a request waits only for requests sent before
-// it, so no cycle of waits can form. Requests that do not wait (a plain acquire, a release) are
-// not ordered: they answer at once, as stock's do.
+// connection that shares a key with it has left its turn. A lease (whose owner is its own) leaves
+// it once its first attempt was answered (leaver, provider.LeaseOptions.Queued: it holds its
+// keys, or waits for them; with the fair queue, in the key's queue): so every lease waits at
+// once, the first sent wins a free key and, with the fair queue, they are granted in the order
+// sent. A queued acquire leaves its turn only when it is done: it names its owner, and two
+// overlapping waits of one owner could re-enter each other's keys. The lines are per key, and a
+// request waits only for requests sent before it, so no cycle of waits can form. Requests that
+// do not wait (a plain acquire, a release) are not ordered: they answer at once, as stock's do.
 type keyOrder struct {
 	mu    sync.Mutex
 	lines map[string][]*turn // key → the turns on it, in the order sent

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -95,4 +96,55 @@ func TestOrderIsPerKey(t *testing.T) {
 		require.True(t, f.OK, "%+v", f.Error)
 	}
 	require.Equal(t, "o2", h.owner("held"))
+}
+
+// Two overlapping queued acquires of one owner on one connection never leave a key behind:
+// the second starts only when the first is done, so it cannot re-enter the first one's key
+// and put it back with its give-back after both failed (found in review).
+func TestOverlappingSameOwnerWaitsLeaveNothingBehind(t *testing.T) {
+	h := start(t)
+	c := h.dial(testToken)
+	require.NoError(t, h.rdb.Set(t.Context(), namespace+"b", "someone", 0).Err())
+	require.NoError(t, h.rdb.Set(t.Context(), namespace+"c", "someone", 0).Err())
+	c.send(req{"id": 1, "op": "acquire", "keys": []string{"a", "b"}, "owner": "o", "await_queue": true, "timeout": 0.5})
+	c.send(req{"id": 2, "op": "acquire", "keys": []string{"a", "c"}, "owner": "o", "await_queue": true, "timeout": 1})
+	for range 2 {
+		f := c.recv()
+		require.False(t, f.OK, "%+v", f)
+	}
+	require.Equal(t, "", h.owner("a"), "both acquires failed, yet a is held (TTL %v)",
+		h.rdb.TTL(t.Context(), namespace+"a").Val())
+}
+
+// With the fair queue, a lease whose first attempt took its first key but found a later one
+// held keeps its place: the next request of the connection starts only once the first is in
+// that key's queue (found in review).
+func TestMultiKeyLeaseKeepsItsPlaceInTheQueue(t *testing.T) {
+	h := start(t, fairQueue)
+	c := h.dial(testToken)
+	for round := range 5 {
+		a, b, z := fmt.Sprintf("a%d", round), fmt.Sprintf("b%d", round), fmt.Sprintf("c%d", round)
+		require.NoError(t, h.rdb.Set(t.Context(), namespace+b, "someone", 0).Err())
+		first := 2*round + 1
+		c.send(req{"id": first, "op": "lease", "keys": []string{a, b, z}, "timeout": 10})
+		c.send(req{"id": first + 1, "op": "lease", "keys": []string{b}, "timeout": 10})
+		queue := "locktui:{" + namespace + b + "}:queue"
+		require.Eventually(t, func() bool { return h.rdb.LLen(t.Context(), queue).Val() == 2 }, 5*time.Second, time.Millisecond)
+		require.NoError(t, h.rdb.Del(t.Context(), namespace+b).Err())
+		for granted := 0; granted < 2; {
+			f := c.recv()
+			require.True(t, f.OK, "round %d: %+v", round, f.Error)
+			if f.Result["lease"] == nil {
+				continue // the reply to a lease_release
+			}
+			if granted == 0 {
+				var id int
+				require.NoError(t, json.Unmarshal(f.ID, &id))
+				require.Equal(t, first, id, "round %d: the second request sent was granted first", round)
+			}
+			granted++
+			c.send(req{"id": fmt.Sprintf("r%d-%d", round, granted), "op": "lease_release", "lease": f.Result["lease"]})
+		}
+		require.True(t, c.recv().OK)
+	}
 }

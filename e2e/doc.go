@@ -17,6 +17,10 @@
 //   - TestBridgeAndStockExcludeEachOther: a bridge client and a stock process exclude each other
 //     with stock's error message, and `locktui list --json` / `release --force` see and free a
 //     lock a stock process took.
+//   - TestPackedTarballInstallsAsMedusaProvider: the Node package packed by `npm pack` holds
+//     exactly its runtime files, installs into a scratch app with `npm install <tarball>`
+//     (node/scratch-app.js), loads there with require() and import(), and serves a Medusa
+//     Locking module bootstrapped with it as the default provider.
 //   - TestChaos (Linux): Go provider processes, bridge clients, `locktui run` loops, stock
 //     processes and a foreign SET NX poller take a few shared keys while a scheduler SIGKILLs
 //     holders, restarts the bridge (SIGTERM, SIGKILL) and Redis (a delayed restart), and cuts,

@@ -35,7 +35,10 @@ type AcquireOptions struct {
 	// NewClaim. A caller that may lose track of the call's outcome (a bridge whose client
 	// reconnects) passes its own and asks Settle afterwards. Each call needs a claim of its own.
 	Claim string
-	// Queued, with AwaitQueue, is called as LeaseOptions.Queued is.
+	// Queued, with AwaitQueue, is called as LeaseOptions.Queued is. A caller that starts its
+	// next call then must not share the owner between overlapping calls on the same keys: a
+	// later call re-enters what the earlier one took, and if both fail the later one's
+	// give-back puts back the earlier one's lock.
 	Queued func()
 	// Holder names the taking process in the holder records (a bridge passes its client's);
 	// the zero value writes Options.Holder.
@@ -129,12 +132,15 @@ const (
 	queueJoin   = "join"  // the same, and join the queue (or refresh the ticket) when held
 )
 
-// acquireBatch runs acquire.lua over keys in a single pipeline (see evalBatch). With
-// Options.FairQueue the call respects the keys' queues and, when join is set, joins the queue of
-// the first key with its claim as ticket if it cannot take it (see queue.go). A resend by
-// go-redis is harmless: its second run re-enters what the first took, under the same claim,
-// which a give-back undoes in turn (a ticket is refreshed, not added twice), and gets the same
-// fencing token. The token of every key taken is noted in h.
+// acquireBatch runs acquire.lua over keys in a single pipeline (see evalBatch). join is set for
+// the attempts of a waiting call: with Options.FairQueue the call respects the keys' queues and,
+// with join, joins the queue of the first key with its claim as ticket if it cannot take it (see
+// queue.go); and only a waiting call leaves a free key to others in their turn (share.go): a
+// try-once acquisition takes a free key, as stock's does. A resend by go-redis is harmless: its
+// second run re-enters what the first took, under the same claim, which a give-back undoes in
+// turn (a ticket is refreshed, not added twice), and gets the same fencing token; for the
+// anonymous owner "*", which never re-enters, the second run finds the key held and the call
+// waits until its timeout gives the key back. The token of every key taken is noted in h.
 func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings, ttl int64, join bool) ([]int64, []error, error) {
 	ticketTTL := p.opts.QueueTicketTTL.Milliseconds()
 	who := h.holder.args()
@@ -147,7 +153,11 @@ func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings,
 		default:
 			mode = queueCheck
 		}
-		return append([]any{h.owner, ttl, h.claim, mode, ticketTTL}, who...)
+		turns := ""
+		if join {
+			turns = "1"
+		}
+		return append([]any{h.owner, ttl, h.claim, mode, ticketTTL, turns}, who...)
 	}, parseGrant)
 	status := make([]int64, len(keys))
 	for i, g := range grants {

@@ -14,8 +14,9 @@
 //     another process is never undone (see holder records below);
 //   - keys are de-duplicated and taken in sorted order, so opposite orders cannot deadlock;
 //   - a call that waits keeps the keys it already holds alive (extends them every TTL/3) and,
-//     before it reports success, confirms that every key is still its own: a key that expired
-//     and was taken meanwhile is waited for again instead of being reported held;
+//     before it reports success, confirms that every key it held while waiting is still its
+//     own: a key that expired and was taken meanwhile is waited for again instead of being
+//     reported held;
 //   - a timed-out Execute gives back every key it took, never another owner's, including a key
 //     whose acquisition reply was lost after the script ran (also when go-redis resent the
 //     request);
@@ -37,9 +38,10 @@
 // before; and who holds it (Options.Holder: host, pid, program, client kind), since when in
 // Redis time, under which fencing token (Record, Lock.Record). A give-back undoes a call only
 // where the record still names it, and Settle tells a caller that lost a reply whether its
-// acquisition holds the keys. Stock processes and stock's releaseAll never see the records (a
-// lock without expiry that a stock process deletes leaves its record behind until the key is
-// next taken here; readers ignore a record of another owner).
+// acquisition holds the keys; HolderRecord reads one (locktui get shows it), and says whether it
+// still describes the lock. Stock processes and stock's releaseAll never see the records (a lock
+// without expiry that a stock process deletes leaves its record behind until the key is next
+// taken here; Lock.Record ignores a record of another owner).
 //
 // Fencing tokens: every acquisition that takes a free key gets a token strictly greater than
 // every earlier one on that key (fence.go, docs/fencing.md): Lease.FencingToken,
@@ -68,6 +70,10 @@
 // QueueTicketTTL plus a third of it. Stock processes do not queue and are never blocked by the
 // queue. It is off by default because it costs throughput under contention (every hand-off goes
 // to the head, one pub/sub push and one round trip later).
+//
+// Stock's turns (provider/share.go): while processes that write no holder record (stock Medusa)
+// contend for a lock, a waiting call of ours leaves the freed lock to them for 150 ms after each
+// 250 ms run of ours; a try-once Acquire is not held back (it takes a free key, as stock's does).
 //
 // Every call takes a context and honours its cancellation; a Provider is safe for concurrent use
 // and holds no global state.

@@ -22,10 +22,11 @@ type LeaseOptions struct {
 	// rounded up to whole seconds.
 	Expire time.Duration
 	// Queued, when set, is called once, as soon as Redis has answered the call's first attempt
-	// (the call then holds the keys or waits for them in its turn); it is not called when the
-	// call ends before that. A caller that must keep the order of its calls on the same keys
-	// (the bridge keeps each connection's) starts the next call then: the calls wait in the
-	// order they first tried. It must not block.
+	// (the call then holds the keys or waits for them; with Options.FairQueue, once it is in the
+	// queue of the key it waits for); it is not called when the call ends before that. A caller
+	// that must keep the order of its calls on the same keys (the bridge keeps each
+	// connection's) starts the next call then: the first call sent wins a free key and, with
+	// the fair queue, the calls are granted in the order sent. It must not block.
 	Queued func()
 	// Holder names the taking process in the holder records (a bridge passes its client's);
 	// the zero value writes Options.Holder.
@@ -83,9 +84,9 @@ const renewRetryMin = 100 * time.Millisecond
 // with ctx: call Release.
 //
 // Keys are taken in sorted order; while it waits for one, the call holds the keys before it and
-// extends them every Expire/3. After any wait, every key is confirmed to be the lease's and
-// extended to the full Expire before the lease is returned; a key lost meanwhile is waited for
-// again within the timeout. Without a wait, taking the keys is one round trip.
+// extends them every Expire/3. After a wait during which it held keys, every key is confirmed
+// to be the lease's and extended to the full Expire before the lease is returned; a key lost
+// meanwhile is waited for again within the timeout. Without a wait, taking the keys is one round trip.
 //
 // A grant whose reply comes back after the lease's own deadline (a slow link: Redis may already
 // have expired a key) is given back and the keys are tried again within the timeout.

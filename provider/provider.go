@@ -20,6 +20,7 @@ type Provider struct {
 	channel string // FreeChannel(namespace)
 	// wakeups are this Provider's calls waiting for a key, woken when the key is freed.
 	wakeups wakeups
+	fast    fastPollers // share.go
 	// listen is the one pub/sub connection that hears of keys freed by anyone.
 	listen listener
 	// epochs ends every lease when the Redis server restarts or fails over.

@@ -45,6 +45,8 @@ type queue struct {
 	joined  string        // the key whose queue the last attempt joined, "" if none
 	listens bool          // the call uses the Provider's wake-up listener
 	leftFor time.Duration // the last attempt found the key free but left to others this long (share.go)
+	overdue bool          // the last attempt found the key held by a stock holder past its turn
+	fastKey string        // the key this call polls fast (fastPollers), "" if none
 	queued  func()        // called once Redis answered the first attempt; then nil
 
 	held      int       // keys[:held] are the call's
@@ -66,6 +68,7 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings
 	}
 	owner := h.owner
 	defer func() {
+		q.pollFast("")
 		q.wake.stop()
 		if q.listens {
 			p.listen.unuse()
@@ -141,6 +144,9 @@ func (q *queue) waitFor(key string) error {
 			// The key is free at the end of the others' turn: be there.
 			sleep = min(sleep, q.leftFor+time.Millisecond)
 		}
+		if q.overdue && q.pollFast(key) {
+			sleep = min(sleep, sharePoll)
+		}
 		if sleep > 0 {
 			q.p.opts.Waker.Wait(q.wake.ctx, q.p.RedisKey(key), sleep)
 		}
@@ -171,6 +177,23 @@ func (q *queue) waitFor(key string) error {
 	}
 }
 
+// pollFast makes the call the fast poller of key (see fastPollers) and reports whether it is;
+// it gives up a claim on another key first. pollFast("") gives up any claim.
+func (q *queue) pollFast(key string) bool {
+	if q.fastKey != "" && q.fastKey != key {
+		q.p.fast.drop(q.fastKey, q)
+		q.fastKey = ""
+	}
+	if key == "" {
+		return false
+	}
+	if q.p.fast.claim(key, q) {
+		q.fastKey = key
+		return true
+	}
+	return false
+}
+
 // attempt runs acquire.lua on batch, keys that follow the held prefix, after noting them in the
 // holdings. It also registers the wake-up for a wait that follows. A Redis error ends the call.
 func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
@@ -180,17 +203,21 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	sent := time.Now()
 	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)
 	q.h.unsent(batch, err)
-	if f := q.queued; f != nil && err == nil {
-		q.queued = nil
-		f()
-	}
 	q.joined = ""
 	if q.ticket != "" && errs[0] == nil && isHeld(res[0]) {
 		q.joined = batch[0]
 	}
-	q.leftFor = 0
-	if i := slices.IndexFunc(res, isHeld); i >= 0 && errs[i] == nil && res[i] < 0 {
-		q.leftFor = time.Duration(-res[i]) * time.Millisecond
+	q.leftFor, q.overdue = 0, false
+	if i := slices.IndexFunc(res, isHeld); i >= 0 && errs[i] == nil {
+		q.leftFor = time.Duration(-min(res[i], 0)) * time.Millisecond
+		q.overdue = res[i] == acquireOverdue
+	}
+	if f := q.queued; f != nil && err == nil && (q.ticket == "" || q.joined != "" || !slices.ContainsFunc(res, isHeld)) {
+		// With a ticket, only once the call is in the queue of the key it waits for (a key
+		// blocked behind the first of a batch joins on the next attempt, at once) or holds its
+		// keys: a call sent after it then queues behind it.
+		q.queued = nil
+		f()
 	}
 	for j, key := range batch {
 		if errs[j] == nil {

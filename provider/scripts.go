@@ -43,6 +43,9 @@ const (
 	acquireHeld      = 0 // someone else holds the key
 	acquireFresh     = 1 // the key was free and is now ours
 	acquireReentered = 2 // the owner already held it; the TTL was rewritten
+	// acquireOverdue: a process that writes no holder record holds the key and its turn is
+	// over (share.go); it counts as held.
+	acquireOverdue = 3
 	// A negative status -n: the key is free, but left to processes that write no holder
 	// record for n more milliseconds (see share.go). It counts as held.
 )

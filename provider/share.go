@@ -2,6 +2,7 @@ package provider
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -19,7 +20,9 @@ import (
 //     acquire.lua status, counted as held) and wait until the window ends, when the first of
 //     them that tries takes it if nobody else did.
 //   - A stock process that takes it keeps it for as long as its own callers re-take it; our
-//     waiters find it held, poll as stock does, and start a new run when they get it.
+//     waiters find it held and poll as stock does, until its run has lasted shareRun as ours
+//     saw it: then one waiter per Provider polls every sharePoll (fastPollers) to find the key
+//     free between a stock worker's release and its re-take, and starts a new run of ours.
 //
 // Without stock processes the record never exists and nothing changes (one EXISTS per
 // acquisition). The window is what a stock poller needs to find the lock free: a stock worker
@@ -35,9 +38,46 @@ const (
 var shareConstants = fmt.Sprintf("local SHARE_RUN, SHARE_WINDOW, SHARE_MEMORY = %d, %d, %d\n",
 	shareRun.Milliseconds(), shareWindow.Milliseconds(), shareMemory.Milliseconds())
 
-// isHeld tells whether an acquire.lua status leaves the key to someone else: held, or free but
-// left to others for now.
-func isHeld(status int64) bool { return status <= acquireHeld }
+// isHeld tells whether an acquire.lua status leaves the key to someone else: held (also past
+// the holder's turn), or free but left to others for now.
+func isHeld(status int64) bool { return status <= acquireHeld || status == acquireOverdue }
+
+// sharePoll is how often the one waiter per Provider and key that polls fast (fastPollers)
+// tries a key whose stock holder's turn is over: a stock worker re-takes the key within its
+// own event loop, so only an attempt that lands between its release and its re-take gets in.
+const sharePoll = 5 * time.Millisecond
+
+// fastPollers picks, per key, the one waiting call of a Provider that polls every sharePoll
+// while a stock holder's turn is over; the others keep their backoff (and are woken when ours
+// releases). So a Provider adds at most 1/sharePoll attempts per second per such key, whatever
+// the number of its waiters. The zero value is ready to use.
+type fastPollers struct {
+	mu sync.Mutex
+	by map[string]*queue // key (without namespace) → the call that polls it fast
+}
+
+// claim makes q the fast poller of key unless another call is; it reports whether q is.
+func (f *fastPollers) claim(key string, q *queue) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.by == nil {
+		f.by = map[string]*queue{}
+	}
+	cur, ok := f.by[key]
+	if !ok {
+		f.by[key], cur = q, q
+	}
+	return cur == q
+}
+
+// drop ends q's claim on key, if it has it.
+func (f *fastPollers) drop(key string, q *queue) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.by[key] == q {
+		delete(f.by, key)
+	}
+}
 
 // shareKey is the key of the share record of lock key rk: outside every namespace and in rk's
 // Cluster slot, as recordKey.

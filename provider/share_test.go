@@ -1,6 +1,7 @@
 package provider_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -34,7 +35,8 @@ func TestNoShareRecordWithoutForeignHolders(t *testing.T) {
 
 // A process that writes no holder record (stock Medusa) and contends for a lock gets turns:
 // once our clients have held it for a run, the release that frees it leaves it to the others
-// for a window, in which our acquisitions find it "held" while a plain SET NX takes it.
+// for a window, in which our waiting acquisitions find it "held" while a plain SET NX takes it
+// (and a try-once acquisition takes it, as stock's would).
 func TestForeignContenderGetsATurnAfterOurRun(t *testing.T) {
 	obs, waits := waitingOn()
 	e := newEnv(t, &provider.Options{Observer: obs, MaximumRetryInterval: 20 * time.Millisecond})
@@ -56,13 +58,27 @@ func TestForeignContenderGetsATurnAfterOurRun(t *testing.T) {
 	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "ours"}))
 
 	// The run is over (as if it had begun a second ago): the release leaves the lock to others.
-	require.NoError(t, e.rdb.HSet(ctx(t), provider.ShareKey(e.key("k")), "since", time.Now().Add(-time.Second).UnixMilli()).Err())
+	share := provider.ShareKey(e.key("k"))
+	require.NoError(t, e.rdb.HSet(ctx(t), share, "since", time.Now().Add(-time.Second).UnixMilli()).Err())
 	ok, err = e.p.Release(ctx(t), []string{"k"}, "ours")
 	require.NoError(t, err)
 	require.True(t, ok)
-	err = e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "ours"})
-	require.ErrorIs(t, err, provider.ErrNotAcquired, "the free lock is the others' turn")
+	yield, err := e.rdb.HGet(ctx(t), share, "yield").Int64()
+	require.NoError(t, err, "the release opened the others' turn")
+	require.Greater(t, yield, time.Now().UnixMilli())
+
+	// In the turn (made long here, so that a slow machine cannot end it during the checks):
+	require.NoError(t, e.rdb.HSet(ctx(t), share, "yield", time.Now().Add(time.Minute).UnixMilli()).Err())
+	short, cancel := context.WithTimeout(ctx(t), 100*time.Millisecond)
+	defer cancel()
+	err = e.p.Acquire(short, []string{"k"}, provider.AcquireOptions{Owner: "ours", AwaitQueue: true})
+	require.ErrorIs(t, err, provider.ErrNotAcquired, "a waiting call leaves the free lock to the others")
 	e.requireFree("k")
+	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "try-once"}),
+		"a try-once acquisition takes a free key, as stock's does")
+	ok, err = e.p.Release(ctx(t), []string{"k"}, "try-once")
+	require.NoError(t, err)
+	require.True(t, ok)
 	taken, err := e.rdb.SetNX(ctx(t), e.key("k"), "stock-owner", 0).Result()
 	require.NoError(t, err)
 	require.True(t, taken, "a stock process takes it in its turn")
@@ -87,4 +103,35 @@ func TestWaiterTakesAnUnusedTurnWhenItEnds(t *testing.T) {
 		t.Fatal("the waiter slept out its one-minute backoff instead of the window")
 	}
 	e.requireOwner("k", "ours")
+}
+
+// Once a stock holder's run has lasted its turn, a waiter of ours polls fast, not with its
+// backoff, so it finds the key free between a stock worker's release and its re-take (here a
+// delete that nobody announces).
+func TestStockHolderPastItsTurnIsPolledFast(t *testing.T) {
+	obs, waits := waitingOn()
+	e := newEnv(t, &provider.Options{Observer: obs, DefaultRetryInterval: time.Minute, MaximumRetryInterval: time.Minute})
+	e.set("k", "stock-owner", 0)
+	require.NoError(t, e.rdb.HSet(ctx(t), provider.ShareKey(e.key("k")), "seen", 1,
+		"theirs", time.Now().Add(-time.Second).UnixMilli()).Err())
+	done := make(chan error, 2)
+	for _, owner := range []string{"ours-1", "ours-2"} {
+		go func() {
+			done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: owner, AwaitQueue: true})
+		}()
+		awaitWaitingOn(t, waits, "k")
+	}
+	require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err())
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(wait):
+		t.Fatal("no waiter took the free key: they slept out their one-minute backoff")
+	}
+	owner, _ := e.owner("k")
+	require.Contains(t, []string{"ours-1", "ours-2"}, owner)
+	ok, err := e.p.Release(ctx(t), []string{"k"}, owner)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, <-done, "the other waiter is woken by our release")
 }

@@ -2,14 +2,15 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/locktui/locktui/bridge"
+	"github.com/locktui/locktui/internal/flagspell"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
@@ -43,12 +44,6 @@ type options struct {
 	shutdownTimeout time.Duration
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
 // errUsage marks an error of the command line (exit status 2).
 var errUsage = errors.New("usage")
 
@@ -56,66 +51,88 @@ func usageErrorf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
 }
 
-const usageHeader = `bridge serves the locktui lock provider over WebSocket (protocol: docs/bridge-protocol.md).
+// helpWidth is the width the flag descriptions are wrapped to (as locktui's).
+const helpWidth = 100
+
+const usageHeader = `bridge serves the locktui lock provider over WebSocket, so that Node processes (the
+medusa-locking-bridge package) share Medusa locks with Go services and stock Medusa on one Redis.
 
 Usage: bridge --token TOKEN [flags]
+
+Endpoints:
+  /ws        the WebSocket of the bridge protocol (subprotocol locktui-bridge.v2); clients send
+             Authorization: Bearer TOKEN
+  /healthz   200 while the process is up (no token needed)
+  /readyz    200 while Redis answers PING, else 503, also while shutting down (no token needed)
+  /metrics   Prometheus metrics in text format (no token needed)
 
 Tokens: --token TOKEN (repeatable), or BRIDGE_TOKEN=TOKEN[,TOKEN…] (preferred: command lines are
 visible to other users). TOKEN;owner=PREFIX restricts a token to owners that start with PREFIX
 (its leases get such owners too); TOKEN;keys=PREFIX to keys that start with PREFIX (and forbids
 release_all); both may be given.
-
-Flags:
 `
 
-// parseFlags parses args; getenv supplies REDIS_URL and BRIDGE_TOKEN. It returns flag.ErrHelp
-// for -h, and an error wrapping errUsage for any bad flag or value.
+const usageFooter = `
+Flags take two dashes (--token; the single-dash spelling of earlier versions still works), as
+--flag value or --flag=value; a boolean flag is turned off with --events=false. D is a
+duration such as 500ms, 4s or 1m.
+
+SIGTERM or SIGINT stops the bridge gracefully: every lease is released and every client gets a
+1001 close, within --shutdown-timeout.
+
+Exit status: 0 after a clean stop, 2 for a bad command line, 1 for anything else.
+`
+
+// parseFlags parses args; getenv supplies REDIS_URL and BRIDGE_TOKEN. It returns pflag.ErrHelp
+// after printing the help on usage for -h and --help, and an error wrapping errUsage for any
+// bad flag or value.
 func parseFlags(args []string, getenv func(string) string, usage io.Writer) (options, error) {
 	var o options
-	var tokens, origins stringList
+	var tokens, origins []string
 	var logLevel string
-	fs := flag.NewFlagSet("bridge", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("bridge", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // errors are reported in one line by the caller; -h prints below
-	redisDefault := getenv("REDIS_URL")
-	if redisDefault == "" {
-		redisDefault = redisconn.DefaultURL
+	redisURL := getenv("REDIS_URL")
+	if redisURL == "" {
+		redisURL = redisconn.DefaultURL
 	}
-	fs.StringVar(&o.listen, "listen", defaultListen, "`host:port` to listen on")
-	fs.StringVar(&o.redisURL, "redis", redisDefault, "Redis `URL`; $REDIS_URL when set")
-	fs.StringVar(&o.redisTLS.CA, "redis-tls-ca", "", "CA bundle (`PEM`) for rediss:// URLs")
-	fs.StringVar(&o.redisTLS.Cert, "redis-tls-cert", "", "client certificate (`PEM`) for rediss:// URLs")
-	fs.StringVar(&o.redisTLS.Key, "redis-tls-key", "", "client key (`PEM`) for rediss:// URLs")
-	fs.StringVar(&o.namespace, "namespace", provider.DefaultNamespace, "lock key `prefix`")
-	fs.BoolVar(&o.fairQueue, "fair-queue", false, "serve waiting requests first come, first served with every provider that has it (docs/waiting.md)")
-	fs.Var(&tokens, "token", "accepted bearer `token`, optionally TOKEN;owner=PREFIX;keys=PREFIX (repeatable)")
+	fs.StringVar(&o.listen, "listen", defaultListen, "listen on `HOST:PORT`")
+	fs.StringVar(&o.redisURL, "redis", redisURL, "Redis `URL` (default $REDIS_URL, else "+redisconn.DefaultURL+")")
+	fs.Lookup("redis").DefValue = "" // from $REDIS_URL, which may hold a password: never printed
+	fs.StringVar(&o.redisTLS.CA, "redis-tls-ca", "", "CA bundle `FILE` (PEM) for rediss:// URLs")
+	fs.StringVar(&o.redisTLS.Cert, "redis-tls-cert", "", "client certificate `FILE` (PEM) for rediss:// URLs")
+	fs.StringVar(&o.redisTLS.Key, "redis-tls-key", "", "client key `FILE` (PEM) for rediss:// URLs")
+	fs.StringVar(&o.namespace, "namespace", provider.DefaultNamespace, "lock key prefix `NS`")
+	fs.BoolVar(&o.fairQueue, "fair-queue", false, "serve waiting requests first come, first served with every provider that has it")
+	fs.StringArrayVar(&tokens, "token", nil, "accept the bearer `TOKEN`, optionally TOKEN;owner=PREFIX;keys=PREFIX (repeatable)")
 	fs.BoolVar(&o.insecure, "insecure", false, "accept clients that send no token (loopback --listen only; not with restricted tokens)")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS (wss://) with this certificate `PEM` (with --tls-key)")
-	fs.StringVar(&o.tlsKey, "tls-key", "", "private key `PEM` of --tls-cert")
-	fs.Var(&origins, "allow-origin", "browser `origin` allowed to connect, e.g. https://admin.example (repeatable)")
-	fs.IntVar(&o.limits.MaxFrameBytes, "max-frame-bytes", bridge.DefaultMaxFrameBytes, "largest frame a client may send")
-	fs.IntVar(&o.limits.MaxKeys, "max-keys", bridge.DefaultMaxKeys, "most keys in one request")
-	fs.IntVar(&o.limits.MaxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "most requests in flight per connection")
-	fs.IntVar(&o.limits.MaxLeases, "max-leases", bridge.DefaultMaxLeases, "most leases held per connection")
-	fs.IntVar(&o.limits.MinLeaseExpire, "min-lease-expire", bridge.DefaultMinLeaseExpire, "shortest lease expire in `seconds`; shorter ones are raised to it")
-	fs.IntVar(&o.limits.MaxRenewalsPerSecond, "max-renewals-per-second", bridge.DefaultMaxRenewalsPerSecond, "most key renewals per second of one connection's leases")
-	fs.IntVar(&o.maxConns, "max-connections", bridge.DefaultMaxConnections, "most open connections; beyond it upgrades get 503")
-	fs.IntVar(&o.maxConnsToken, "max-connections-per-token", bridge.DefaultMaxConnectionsPerToken, "most open connections of one token")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve TLS (wss://) with the certificate `FILE` (PEM, with --tls-key)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "private key `FILE` (PEM) of --tls-cert")
+	fs.StringArrayVar(&origins, "allow-origin", nil, "let browsers from `ORIGIN` connect, e.g. https://admin.example (repeatable)")
+	fs.IntVar(&o.limits.MaxFrameBytes, "max-frame-bytes", bridge.DefaultMaxFrameBytes, "largest frame a client may send, `BYTES`")
+	fs.IntVar(&o.limits.MaxKeys, "max-keys", bridge.DefaultMaxKeys, "at most `N` keys in one request")
+	fs.IntVar(&o.limits.MaxInFlight, "max-in-flight", bridge.DefaultMaxInFlight, "at most `N` requests in flight per connection")
+	fs.IntVar(&o.limits.MaxLeases, "max-leases", bridge.DefaultMaxLeases, "at most `N` leases held per connection")
+	fs.IntVar(&o.limits.MinLeaseExpire, "min-lease-expire", bridge.DefaultMinLeaseExpire, "shortest lease expire, `SECONDS`; shorter ones are raised to it")
+	fs.IntVar(&o.limits.MaxRenewalsPerSecond, "max-renewals-per-second", bridge.DefaultMaxRenewalsPerSecond, "at most `N` key renewals per second of one connection's leases")
+	fs.IntVar(&o.maxConns, "max-connections", bridge.DefaultMaxConnections, "at most `N` open connections; beyond it upgrades get 503")
+	fs.IntVar(&o.maxConnsToken, "max-connections-per-token", bridge.DefaultMaxConnectionsPerToken, "at most `N` open connections of one token")
 	fs.DurationVar(&o.clientTimeout, "client-timeout", bridge.DefaultClientTimeout,
-		"end a connection silent this long; its leases are freed no earlier (clients ping every quarter of it; at least "+bridge.MinClientTimeout.String()+")")
-	fs.DurationVar(&o.resumeWindow, "resume-window", bridge.DefaultResumeWindow, "how long a closed connection's request outcomes are kept for a reconnecting client")
-	fs.BoolVar(&o.events, "events", true, "publish lock events on Redis pub/sub for the console")
-	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound of the graceful shutdown; the drain of the connections ends --client-timeout + 1s before it")
+		"end a connection silent for `D`; its leases are freed no earlier (clients ping every quarter of it; at least "+bridge.MinClientTimeout.String()+")")
+	fs.DurationVar(&o.resumeWindow, "resume-window", bridge.DefaultResumeWindow, "keep a closed connection's request outcomes for `D` for a reconnecting client")
+	fs.BoolVar(&o.events, "events", true, "publish lock events on Redis pub/sub for the console (--events=false: do not)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log `FORMAT`: text or json")
+	fs.StringVar(&logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", defaultShutdownTimeout, "bound the graceful shutdown to `D`; the drain of the connections ends --client-timeout + 1s before it")
+	help := fs.BoolP("help", "h", false, "show this help")
+	args, _ = flagspell.Normalize(args, fs.Lookup)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(usage, usageHeader)
-			fs.SetOutput(usage)
-			fs.PrintDefaults()
-			return o, err
-		}
 		return o, usageErrorf("%v", err)
+	}
+	if *help {
+		fmt.Fprint(usage, usageHeader+"\nFlags:\n"+fs.FlagUsagesWrapped(helpWidth)+usageFooter)
+		return o, pflag.ErrHelp
 	}
 	if fs.NArg() > 0 {
 		return o, usageErrorf("unexpected argument %q", fs.Arg(0))

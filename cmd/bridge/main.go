@@ -4,7 +4,8 @@
 //	bridge --listen 127.0.0.1:7420 --redis redis://localhost:6379 --token "$TOKEN"
 //
 // Endpoints: /ws (WebSocket, protocol in docs/bridge-protocol.md), /healthz, /readyz and
-// /metrics. SIGTERM or SIGINT stops it gracefully: every lease is released and every client gets
+// /metrics. Flags are GNU style (--token; the single-dash spelling of Go's flag package still
+// works); bridge --help lists them. SIGTERM or SIGINT stops it gracefully: every lease is released and every client gets
 // a 1001 close. Exit status: 0 after a clean stop, 2 for a bad command line, 1 for anything else.
 package main
 
@@ -12,7 +13,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +22,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/locktui/locktui/bridge"
 	"github.com/locktui/locktui/events"
@@ -49,11 +51,11 @@ func main() {
 // signal handling once ctx is done, so a second signal kills a stuck shutdown.
 func run(ctx context.Context, stopSignals func(), args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	opts, err := parseFlags(args, getenv, stdout)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, pflag.ErrHelp) {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "bridge: %s (see bridge -h)\n", message(err))
+		fmt.Fprintf(stderr, "bridge: %s (see bridge --help)\n", message(err))
 		return exitUsage
 	}
 	fail := func(err error) int {

@@ -87,7 +87,11 @@ func TestBadCommandLinesFailWithOneLine(t *testing.T) {
 		status int
 		want   string
 	}{
-		{[]string{"--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"--bogus"}, 2, "unknown flag: --bogus"},
+		{[]string{"-bogus"}, 2, "unknown shorthand flag"},
+		// The single-dash spelling of Go's flag package still parses: -token is taken.
+		{[]string{"-token", token, "-listen", "7420"}, 2, `bad listen address "7420"`},
+		{[]string{"--token", token, "--events", "false"}, 2, `unexpected argument "false"`},
 		{[]string{"--token", token, "extra"}, 2, `unexpected argument "extra"`},
 		{nil, 2, "no token: give --token TOKEN or set BRIDGE_TOKEN"},
 		{[]string{"--token", ";owner=svc"}, 2, "--token: bad token: empty token"},
@@ -128,6 +132,24 @@ func TestHelpGoesToStdout(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(out), "Usage: bridge --token TOKEN")
 	require.Contains(t, string(out), "-allow-origin")
+}
+
+// The help is GNU style, names the endpoints, points at no file of this repository and never
+// prints $REDIS_URL, which may hold a password.
+func TestHelpNamesTheEndpointsInGNUStyle(t *testing.T) {
+	cmd := command("--help")
+	cmd.Env = append(cmd.Env, "REDIS_URL=redis://user:hunter2@redis.internal:6379")
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	help := string(out)
+	for _, want := range []string{"/ws ", "/healthz ", "/readyz ", "/metrics ", "      --token TOKEN ",
+		"      --listen HOST:PORT ", `(default "127.0.0.1:7420")`, "  -h, --help ", "(default $REDIS_URL, else redis://localhost:6379)"} {
+		require.Contains(t, help, want)
+	}
+	require.NotRegexp(t, `(?m)^\s+-[a-z]{2,}`, help, "a long flag with one dash")
+	require.NotContains(t, help, "docs/")
+	require.NotContains(t, help, ".md")
+	require.NotContains(t, help, "hunter2")
 }
 
 func TestSIGTERMDrainsTheClientsThenExitsCleanly(t *testing.T) {

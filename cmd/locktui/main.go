@@ -1,11 +1,11 @@
 // Command locktui inspects and manages Medusa locks in Redis: an interactive console, and
-// list, acquire, release, release-all and run for scripts and cron jobs. Run locktui --help.
+// list, get, acquire, release, release-all and run for scripts and cron jobs, with shell
+// completion (locktui completion bash|zsh|fish|powershell). Run locktui --help.
 package main
 
 import (
 	"context"
 	"os"
-	"runtime/debug"
 
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/internal/console"
@@ -19,23 +19,14 @@ func main() {
 	// (internal/cli). The console drops them while it owns the terminal (tui.Run).
 	redisconn.LogTo(nil)
 	app := &cli.App{
-		Stdin:   os.Stdin,
-		Stdout:  os.Stdout,
-		Stderr:  os.Stderr,
-		Getenv:  os.Getenv,
-		Version: version(),
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		Getenv: os.Getenv,
 
 		Console:     console.Open,
 		Demo:        console.Demo,
 		NewObserver: console.NewObserver,
 	}
 	os.Exit(app.Run(context.Background(), os.Args[1:]))
-}
-
-// version is the module version the binary was built from ("(devel)" for a local build).
-func version() string {
-	if info, ok := debug.ReadBuildInfo(); ok {
-		return info.Main.Version
-	}
-	return ""
 }

@@ -155,3 +155,12 @@ func TestBinaryRunForwardsRealSignals(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "released when the command exits")
 }
+
+// The binary reads its version from its own build information (a test build from a checkout
+// is "(devel)"; its revision depends on how it was built).
+func TestBinaryVersion(t *testing.T) {
+	code, stdout, stderr := exitCode(t, "version")
+	require.Equal(t, cli.ExitOK, code)
+	require.Empty(t, stderr)
+	require.Regexp(t, `^locktui \(devel\)\nrevision: ([0-9a-f]{40}( \(modified\))?|unknown)\ntime:     (\S+|unknown)\ngo:       go1\.\S+\n$`, stdout)
+}

@@ -114,15 +114,25 @@ export interface BridgeLockingError extends Error {
 /** A Medusa locking provider backed by a locktui bridge. */
 export declare class BridgeLockingProvider {
   static identifier: "locking-bridge"
-  static validateOptions(options: BridgeLockingOptions): void
+  /** Throws when options has no url, worded as stock words a missing redisUrl. */
+  static validateOptions(options?: MedusaProviderOptions): void
   constructor(cradle: Record<string, unknown>, moduleOptions?: Record<string, unknown>, moduleDeclaration?: unknown)
   /** Seconds execute waits for its keys by default. */
   waitLockingTimeout: number
-  /** The job gets the lease's AbortSignal and its fencing tokens. */
-  execute<T>(keys: string | string[], job: (signal?: AbortSignal, fencing?: Fencing) => Promise<T>, args?: ExecuteArgs, sharedContext?: unknown): Promise<T>
-  /** Resolves undefined, or with args.fencing filled when given. */
+  /**
+   * Runs job while holding every key. The job always gets a signal (also for an empty key list),
+   * aborted with the "Lost the lock" conflict when the lease is lost, and the lease's fencing
+   * tokens (empty for an empty key list).
+   */
+  execute<T>(keys: string | string[], job: (signal: AbortSignal, fencing: Fencing) => Promise<T>, args?: ExecuteArgs, sharedContext?: unknown): Promise<T>
+  /**
+   * Takes every key for ownerId (default "*"); without awaitQueue a held key rejects at once with
+   * the conflict. Resolves undefined, or with args.fencing filled when given.
+   */
   acquire(keys: string | string[], args?: AcquireArgs, sharedContext?: unknown): Promise<void | Fencing>
+  /** Releases the keys ownerId (default "*") holds; true only when every key was released. */
   release(keys: string | string[], args?: ReleaseArgs, sharedContext?: unknown): Promise<boolean>
+  /** Releases every key ownerId holds (default "*": only the anonymous owner's locks). */
   releaseAll(args?: ReleaseArgs, sharedContext?: unknown): Promise<void>
   /** Resolves once connected; rejects after timeoutMs (default connectTimeoutMs) or on a refused token. */
   ready(timeoutMs?: number): Promise<void>
@@ -132,12 +142,17 @@ export declare class BridgeLockingProvider {
   shutdown(): Promise<void>
 }
 
+/**
+ * The options Medusa hands a provider: medusa-config's `providers[].options` as written, checked
+ * when they arrive (a missing url throws). BridgeLockingOptions describes them.
+ */
+export type MedusaProviderOptions = BridgeLockingOptions | Record<string, unknown>
+
 /** The Medusa loader: builds the bridge client from the provider options and registers it. */
 export declare function loader(args: {
   container: { register(registrations: Record<string, unknown>): unknown }
   logger?: BridgeLogger
-  options?: BridgeLockingOptions
-  moduleOptions?: Record<string, unknown>
+  options?: MedusaProviderOptions
 }): Promise<void>
 
 /** A provider for any Node app. It connects in the background; call close() when done. */

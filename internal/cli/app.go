@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,9 +25,10 @@ const (
 	// ExitUsage: an unknown command or flag, a missing argument or a bad flag value.
 	ExitUsage = 2
 	// ExitConflict: acquire found a key held by another owner; release did not release every
-	// key (not held, held by another owner, or not a lock).
+	// key (not held, held by another owner, or not a lock); get found no such key.
 	ExitConflict = 3
-	// ExitTimedOut: run did not get the lock within --timeout (EX_TEMPFAIL of sysexits.h).
+	// ExitTimedOut: run did not get the lock within --timeout, or found it held with --timeout
+	// 0 (EX_TEMPFAIL of sysexits.h); --conflict-exit-code replaces it.
 	ExitTimedOut = 75
 	// ExitLockLost: run lost its lease, or its renewal was overdue, while the command ran; the
 	// command got SIGTERM, then SIGKILL after --grace or at the lease's deadline, whichever came
@@ -49,7 +51,7 @@ const DefaultRefresh = time.Second
 // unavailable.
 type App struct {
 	// Console opens the interactive console; Run calls it when no command is given. When nil,
-	// locktui without a command prints the usage and exits with ExitUsage.
+	// locktui without a command prints the help on stderr and exits with ExitUsage.
 	Console func(ctx context.Context, cfg ConsoleConfig) error
 	// Demo opens the console on a built-in demo (locktui demo). When nil, demo is a usage
 	// error.
@@ -72,8 +74,12 @@ type App struct {
 	// acquire --wait and run make while they wait or supervise a command (tests inject
 	// signals here).
 	Signals <-chan os.Signal
-	// Version is printed by locktui version; "" prints "devel".
+	// Version, when set, is the module version locktui version prints instead of the one in
+	// the build information.
 	Version string
+	// BuildInfo, when set, replaces debug.ReadBuildInfo for locktui version (tests inject
+	// build settings here).
+	BuildInfo func() (*debug.BuildInfo, bool)
 }
 
 // ConsoleConfig is what the console and the demo get from the command line: the global flags
@@ -114,6 +120,8 @@ type session struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	args   []string // the command line as parsed (flags spelled with two dashes)
+	code   int      // the exit code the command's body returned
 }
 
 func (a *App) newSession() *session {
@@ -154,80 +162,35 @@ func (s *session) fail(err error) int {
 	return ExitError
 }
 
-// run parses the global flags up to the command name and dispatches.
+// run parses args with the command tree and runs the command they name.
 func (s *session) run(ctx context.Context, args []string) int {
 	o := newOptions(s.getenv)
-	top := newFlagSet("locktui")
-	o.globalFlags(top)
-	o.consoleFlags(top)
-	parsed, err := parseArgs(top, args, true)
-	if errors.Is(err, errHelp) {
-		printUsage(s.stdout)
-		return ExitOK
+	root := s.newRoot(o)
+	if len(args) == 0 || !isCompletionRequest(args[0]) {
+		var err error
+		if args, err = prepareArgs(root, args); err != nil {
+			return s.fail(err)
+		}
 	}
+	s.args = args
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil {
-		return s.fail(err)
+		// The bodies report their own failures and return nil: an error here is the command
+		// line's.
+		var ue *usageError
+		if !errors.As(err, &ue) {
+			err = usagef(commandName(cmd), "%s", err)
+		}
+		return s.fail(withCommand(err, commandName(cmd)))
 	}
-	o.record(top)
-	rest := parsed.all()
-	if len(rest) == 0 {
-		return s.console(ctx, o, s.app.Console)
-	}
-	name, rest := rest[0], rest[1:]
-	if name == "help" {
-		return s.help(rest)
-	}
-	cmd := lookup(name)
-	if cmd == nil {
-		return s.fail(usagef("", "unknown command %q", name))
-	}
-	if err := o.misplacedFlag(cmd); err != nil {
-		return s.fail(err)
-	}
-	fs := newFlagSet(cmd.name)
-	o.globalFlags(fs)
-	switch {
-	case cmd.console:
-		o.consoleFlags(fs)
-	case cmd.audited:
-		o.auditFlags(fs)
-	}
-	if cmd.flags != nil {
-		cmd.flags(fs, o)
-	}
-	parsed, err = parseArgs(fs, rest, false)
-	if errors.Is(err, errHelp) {
-		printCommandUsage(s.stdout, cmd)
-		return ExitOK
-	}
-	if err != nil {
-		return s.fail(withCommand(err, cmd.name))
-	}
-	o.record(fs)
-	if err := o.validateGlobal(); err != nil {
-		return s.fail(withCommand(err, cmd.name))
-	}
-	return cmd.run(ctx, s, o, parsed)
-}
-
-// help serves "locktui help [COMMAND]".
-func (s *session) help(args []string) int {
-	if len(args) == 0 {
-		printUsage(s.stdout)
-		return ExitOK
-	}
-	cmd := lookup(args[0])
-	if cmd == nil {
-		return s.fail(usagef("", "unknown command %q", args[0]))
-	}
-	printCommandUsage(s.stdout, cmd)
-	return ExitOK
+	return s.code
 }
 
 // console runs the console or the demo entry point with the parsed flags.
 func (s *session) console(ctx context.Context, o *options, open func(context.Context, ConsoleConfig) error) int {
 	if open == nil {
-		printUsage(s.stderr)
+		printHelp(s.stderr, s.newRoot(newOptions(s.getenv)))
 		return ExitUsage
 	}
 	if err := o.validateGlobal(); err != nil {
@@ -250,16 +213,4 @@ func runDemo(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(usagef("demo", "the demo is not available in this build of locktui"))
 	}
 	return s.console(ctx, o, s.app.Demo)
-}
-
-func runVersion(_ context.Context, s *session, _ *options, p parsedArgs) int {
-	if len(p.all()) > 0 {
-		return s.fail(usagef("version", "version takes no arguments, got %q", p.all()[0]))
-	}
-	v := s.app.Version
-	if v == "" {
-		v = "devel"
-	}
-	fmt.Fprintf(s.stdout, "locktui %s\n", v)
-	return ExitOK
 }

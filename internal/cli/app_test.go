@@ -3,6 +3,9 @@ package cli_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,15 +30,15 @@ func TestHelpGoesToStdoutAndExitsZero(t *testing.T) {
 func TestCommandHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"list", "--help"}, {"acquire", "k", "-h"}, {"help", "release"}, {"release-all", "-help"},
-		{"run", "--help"}, {"demo", "--help"}, {"version", "--help"},
+		{"run", "--help"}, {"demo", "--help"}, {"version", "--help"}, {"get", "--help"}, {"help", "get"},
+		{"completion", "--help"}, {"completion", "bash", "--help"}, {"help", "completion", "zsh"},
 	} {
 		r := run(t, args...)
 		requireCode(t, r, cli.ExitOK)
 		require.Empty(t, r.stderr)
-		cmd := args[0]
-		if cmd == "help" {
-			cmd = args[1]
-		}
+		cmd := strings.Join(slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+			return a == "help" || strings.HasPrefix(a, "-") || a == "k"
+		}), " ")
 		require.True(t, strings.HasPrefix(r.stdout, "Usage: locktui "+cmd), "help of %q: %q", args, r.stdout)
 	}
 }
@@ -70,7 +73,19 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "k", "true"}, []string{"run needs -- COMMAND"}},
 		{[]string{"run", "k", "--"}, []string{"run needs -- COMMAND"}},
 		{[]string{"run", "--", "true"}, []string{"run needs at least one KEY"}},
-		{[]string{"run", "k", "--timeout", "0", "--", "true"}, []string{"--timeout must be positive"}},
+		{[]string{"run", "k", "--conflict-exit-code", "256", "--", "true"}, []string{`invalid value "256" for --conflict-exit-code`, "0 to 255"}},
+		{[]string{"run", "k", "--conflict-exit-code=-1", "--", "true"}, []string{`invalid value "-1" for --conflict-exit-code`}},
+		{[]string{"run", "k", "--timeout=-1s", "--", "true"}, []string{"--timeout", "must not be negative"}},
+		{[]string{"lsit"}, []string{`unknown command "lsit" (did you mean "list"?)`}},
+		{[]string{"get"}, []string{"get needs exactly one KEY"}},
+		{[]string{"get", "a", "b"}, []string{"get needs exactly one KEY, got 2"}},
+		{[]string{"get", ""}, []string{"empty KEY"}},
+		{[]string{"get", "k", "--owner", "o"}, []string{"unknown flag --owner"}},
+		{[]string{"list", "--owner="}, []string{"--owner is empty"}},
+		{[]string{"list", "--match"}, []string{"flag --match needs a value"}},
+		{[]string{"list", "--no-ttl", "true"}, []string{"--no-ttl takes no separate value"}},
+		{[]string{"list", "-x"}, []string{"unknown flag -x"}},
+		{[]string{"completion", "ksh"}, []string{`no completion for "ksh"`}},
 		{[]string{"run", "k", "--expire=0", "--", "true"}, []string{"--expire must be positive"}},
 		{[]string{"list", "--namespace="}, []string{"--namespace is empty"}},
 		{[]string{"list", "--redis="}, []string{"--redis is empty"}},
@@ -142,11 +157,48 @@ func TestConsoleConfigOpen(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	app := newApp(nil, nil)
-	app.Version = "v1.2.3"
-	r := runApp(t, app, "version")
-	requireCode(t, r, cli.ExitOK)
-	require.Equal(t, "locktui v1.2.3\n", r.stdout)
+	stamped := &debug.BuildInfo{GoVersion: "go1.26.7", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "0123456789abcdef0123456789abcdef01234567"},
+		{Key: "vcs.time", Value: "2026-11-30T12:00:00Z"},
+		{Key: "vcs.modified", Value: "true"},
+	}}
+	for _, tt := range []struct {
+		name    string
+		version string
+		info    *debug.BuildInfo
+		want    string
+	}{
+		{"stamped", "", stamped, "locktui v1.2.3\nrevision: 0123456789abcdef0123456789abcdef01234567 (modified)\ntime:     2026-11-30T12:00:00Z\ngo:       go1.26.7\n"},
+		{"override", "v9.9.9", stamped, "locktui v9.9.9\nrevision: 0123456789abcdef0123456789abcdef01234567 (modified)\ntime:     2026-11-30T12:00:00Z\ngo:       go1.26.7\n"},
+		{"checkout without vcs", "", &debug.BuildInfo{GoVersion: "go1.26.7", Main: debug.Module{Version: "(devel)"}},
+			"locktui (devel)\nrevision: unknown\ntime:     unknown\ngo:       go1.26.7\n"},
+		{"no build info", "", nil, "locktui (devel)\nrevision: unknown\ntime:     unknown\ngo:       " + runtime.Version() + "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			app := newApp(nil, nil)
+			app.Version = tt.version
+			app.BuildInfo = func() (*debug.BuildInfo, bool) { return tt.info, tt.info != nil }
+			for _, args := range [][]string{{"version"}, {"--version"}} {
+				r := runApp(t, app, args...)
+				requireCode(t, r, cli.ExitOK)
+				require.Empty(t, r.stderr)
+				require.Equal(t, tt.want, r.stdout, "locktui %s", args[0])
+			}
+		})
+	}
+}
+
+// The completion scripts come from cobra; each names locktui and can be sourced.
+func TestCompletionScripts(t *testing.T) {
+	for shell, want := range map[string]string{
+		"bash": "# bash completion V2 for locktui", "zsh": "#compdef locktui",
+		"fish": "# fish completion for locktui", "powershell": "# powershell completion for locktui",
+	} {
+		r := run(t, "completion", shell)
+		requireCode(t, r, cli.ExitOK)
+		require.Empty(t, r.stderr)
+		require.True(t, strings.HasPrefix(r.stdout, want), "completion %s: %.80q", shell, r.stdout)
+	}
 }
 
 func TestRuntimeErrorsAreOneLine(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,6 +30,8 @@ type conn struct {
 	p          *provider.Provider
 	closer     func()
 	restoreLog func() // puts back where go-redis's log lines went before connect
+	// reported is the lease whose loss the command reports itself (see reportsLoss).
+	reported atomic.Pointer[provider.Lease]
 }
 
 // Close closes the observer and the client, and stops showing go-redis's log lines as
@@ -43,13 +46,29 @@ func (c *conn) Close() {
 	}
 }
 
+// reportsLoss says that the command explains the loss of lease itself, as the error it exits
+// with: the provider's warning of that loss is then not printed.
+func (c *conn) reportsLoss(lease *provider.Lease) { c.reported.Store(lease) }
+
+// isReportedLoss reports whether a warning with message msg is the provider's report of the loss
+// of the lease given to reportsLoss. The provider ends the lease before it logs the loss, so
+// Err already holds the loss when the warning arrives.
+func (c *conn) isReportedLoss(msg string) bool {
+	lease := c.reported.Load()
+	if lease == nil {
+		return false
+	}
+	err := lease.Err()
+	return err != nil && err.Error() == msg
+}
+
 // connect opens the client, checks that Redis answers within connectTimeout, and returns a
-// provider that logs its warnings on stderr and reports events to App.NewObserver. Once Redis
-// has answered, go-redis's own log lines (a failed dial while run holds its lease, …) are
-// warnings on stderr too, until the conn is closed; before, they stay wherever they went (the
-// locktui command drops them), so a Redis that does not answer is reported once, by connect's
-// error.
-func (s *session) connect(ctx context.Context, o *options) (*conn, error) {
+// provider that logs its warnings on stderr and reports events to App.NewObserver and to
+// observers. Once Redis has answered, go-redis's own log lines (a failed dial while run holds
+// its lease, …) are warnings on stderr too, until the conn is closed; before, they stay
+// wherever they went (the locktui command drops them), so a Redis that does not answer is
+// reported once, by connect's error.
+func (s *session) connect(ctx context.Context, o *options, observers ...provider.Observer) (*conn, error) {
 	client, err := redisconn.Open(o.url, o.tls)
 	if err != nil {
 		return nil, err
@@ -66,12 +85,17 @@ func (s *session) connect(ctx context.Context, o *options) (*conn, error) {
 		}
 		return nil, fmt.Errorf("cannot reach Redis at %s: %w", redisconn.Describe(o.url), err)
 	}
-	warnings := slog.New(&warnHandler{w: s.stderr})
-	c := &conn{client: client, restoreLog: redisconn.LogTo(warnings)}
-	opts := &provider.Options{Namespace: o.namespace, Logger: warnings, Holder: provider.Holder{Client: provider.ClientCLI}}
+	c := &conn{client: client}
+	warnings := slog.New(&warnHandler{w: s.stderr, skip: c.isReportedLoss})
+	c.restoreLog = redisconn.LogTo(warnings)
+	opts := &provider.Options{Namespace: o.namespace, Logger: warnings, FairQueue: o.fairQueue,
+		Holder: provider.Holder{Client: provider.ClientCLI}}
 	if s.app.NewObserver != nil {
-		opts.Observer, c.closer = s.app.NewObserver(client, o.namespace)
+		var obs provider.Observer
+		obs, c.closer = s.app.NewObserver(client, o.namespace)
+		observers = append(observers, obs)
 	}
+	opts.Observer = provider.MultiObserver(observers...)
 	c.p = provider.New(client, opts)
 	return c, nil
 }
@@ -80,12 +104,16 @@ func (s *session) connect(ctx context.Context, o *options) (*conn, error) {
 // "locktui: warning: message key=value…".
 type warnHandler struct {
 	w     io.Writer
+	skip  func(msg string) bool // drops the warnings it reports true for
 	attrs []slog.Attr
 }
 
 func (h *warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
 
 func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
+	if h.skip != nil && h.skip(r.Message) {
+		return nil
+	}
 	var b strings.Builder
 	b.WriteString("locktui: warning: ")
 	b.WriteString(oneLine(r.Message))
@@ -103,7 +131,7 @@ func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
 }
 
 func (h *warnHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &warnHandler{w: h.w, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
+	return &warnHandler{w: h.w, skip: h.skip, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
 }
 
 func (h *warnHandler) WithGroup(string) slog.Handler { return h }

@@ -1,15 +1,21 @@
-// Package cli is the locktui command line: list, acquire, release, release-all and run
-// (flock(1) for Medusa locks) for scripts and cron jobs, plus the entry points of the
-// interactive console and the demo, which the main package injects.
+// Package cli is the locktui command line: list, get, acquire, release, release-all and run
+// (flock(1) for Medusa locks) for scripts and cron jobs, version, shell completion, plus the
+// entry points of the interactive console and the demo, which the main package injects.
 //
 // Everything a command needs comes through App (output writers, environment, console), so the
-// package holds no global state and tests drive App.Run with arguments and buffers.
+// package holds no global state and tests drive App.Run with arguments and buffers. Each Run
+// builds its own command tree on github.com/spf13/cobra (commands.go): subcommands, flag
+// parsing (spf13/pflag, GNU style), help and completion (locktui completion bash|zsh|fish|
+// powershell, with lock keys and owners completed from Redis).
 //
 // Flags may appear before or after the command and between its arguments, as --flag value or
-// --flag=value (a single dash works too); "--" ends the flags. A boolean flag takes no separate
-// value, and a lone "true" or "false" right after one is a usage error ("release KEY --force
-// false" would otherwise force-release a key called "false" too): write --force=false. Exit
-// codes are the Exit* constants and are listed in the usage text.
+// --flag=value; "--" ends the flags. A long flag written with a single dash (-redis URL), as
+// locktui accepted before it followed GNU conventions, still works. A boolean flag takes no
+// separate value, and a lone "true" or "false" right after one is a usage error ("release KEY
+// --force false" would otherwise force-release a key called "false" too): write --force=false.
+// Every command-line mistake is one "locktui: …" line and a hint to the help on stderr, exit 2;
+// the parser's messages are reworded in one place (flagError). Exit codes are the Exit*
+// constants and are listed in the help.
 //
 // release and release-all audit every key they touch, like the console, through the same
 // ConsoleConfig.OpenAudit: to --audit-log (default audit.DefaultPath()) and to --audit-stream
@@ -52,4 +58,22 @@
 //     the command outlives a killed locktui, and the lock expires under it.
 //   - release --owner of a key that is not a lock (another Redis type) is a conflict ("not a
 //     lock", exit 3), as for --force, not a Redis error.
+//   - run --timeout 0 (flock -n) makes one attempt: the provider's event for the start of a wait
+//     ends the acquisition at once. --conflict-exit-code N (flock -E) replaces 75 for both a
+//     timeout and that refusal; 0 to 255 are accepted (0 lets a cron job skip a busy lock
+//     quietly in its exit status). The message names the key waited for and who holds it.
+//   - run reports a lost lease as the error it exits 76 with, saying how it was lost (the key
+//     was deleted, taken by whom, replaced by another type, the lease expired because renewals
+//     failed, or the server restarted); the provider's own warning of that loss is not printed
+//     as well. The explanation reads Redis beside the supervision loop, so it never delays a
+//     SIGKILL.
+//   - get KEY exits 3 when the key does not exist (after printing what it found, also with
+//     --json: exists false, type "none").
+//   - list --owner matches the owner exactly ("*" is the anonymous owner, not a pattern);
+//     --match is a Redis glob on the key without the namespace, case-sensitive like SCAN
+//     MATCH; --no-ttl keeps keys that never expire, foreign keys included. They filter what
+//     the namespace scan returns (scanLocks, the one call of the scanner).
+//   - version prints the module version (App.Version overrides it), the VCS revision ("
+//     (modified)" for a dirty tree) and commit time, and the Go version, from the build
+//     information; "(devel)" and "unknown" where the build recorded none.
 package cli

@@ -45,8 +45,8 @@ type holderJSON struct {
 	FencingToken int64 `json:"fencing_token"`
 }
 
-// holderOf is r in list --json: nil (JSON null) for a lock without a record.
-func holderOf(r *provider.Record) *holderJSON {
+// holderJSONOf is r in list --json: nil (JSON null) for a lock without a record.
+func holderJSONOf(r *provider.Record) *holderJSON {
 	if r == nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,4 +33,17 @@ func TestRunGivesTheCommandItsFencingToken(t *testing.T) {
 
 	require.NoError(t, feed.Close())
 	require.Equal(t, 0, <-code)
+}
+
+// get shows who holds a lock taken by our clients, since when and its fencing token.
+func TestGetShowsTheHolder(t *testing.T) {
+	e := newEnv(t)
+	tokens, err := e.p.AcquireTokens(context.Background(), []string{"k"}, provider.AcquireOptions{Owner: "o"})
+	require.NoError(t, err)
+	r := run(t, "get", "k", "--redis", e.srv.URL)
+	requireCode(t, r, 0)
+	require.Regexp(t, `(?m)^  holder: +\S+ \(pid `+strconv.Itoa(os.Getpid())+` on .+, go client\)$`, r.stdout)
+	require.Regexp(t, `(?m)^  acquired: +\S+Z \(Redis time\)$`, r.stdout)
+	require.Regexp(t, `(?m)^  fencing: +`+strconv.FormatInt(tokens["k"], 10)+`$`, r.stdout)
+	require.NotContains(t, r.stdout, "  prog:", "the fields shown above are not repeated raw")
 }

@@ -2,19 +2,19 @@ package cli
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
 
-// options holds every flag of one command line. Each command's FlagSet binds the flags it
+// options holds every flag of one command line. Each command's flag set binds the flags it
 // accepts to these fields, so global flags given before the command and after it land in the
 // same place (the later one wins).
 type options struct {
@@ -30,13 +30,18 @@ type options struct {
 	refresh     time.Duration
 
 	// Command flags.
-	json    bool
-	owner   string
-	force   bool
-	expire  time.Duration
-	wait    time.Duration
-	timeout time.Duration
-	grace   time.Duration
+	json         bool
+	owner        string
+	force        bool
+	expire       time.Duration // acquire's TTL
+	leaseExpire  time.Duration // run's lease
+	wait         time.Duration
+	timeout      time.Duration
+	grace        time.Duration
+	conflictExit int
+	fairQueue    bool // run: wait in the keys' fair queue
+	match        string
+	noTTL        bool
 
 	// set records the flags given on the command line, by name.
 	set map[string]bool
@@ -62,56 +67,49 @@ func newOptions(getenv func(string) string) *options {
 	}
 }
 
-// newFlagSet returns a silent FlagSet: parseArgs reports the errors and usage is hand-written.
-func newFlagSet(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return fs
+// globalFlags are the flags of every command (persistent flags of the root).
+func (o *options) globalFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.url, "redis", o.url,
+		"Redis server `URL` (default $REDIS_URL, else "+redisconn.DefaultURL+"); rediss:// for TLS, ?master_name=NAME for Sentinel, ?cluster=true for Cluster")
+	// The default comes from $REDIS_URL, which may hold a password: never print it.
+	fs.Lookup("redis").DefValue = ""
+	fs.StringVar(&o.namespace, "namespace", o.namespace, "key prefix `NS`")
+	fs.StringVar(&o.tls.CA, "tls-ca", o.tls.CA, "CA bundle `FILE` that signed the server certificate (rediss://)")
+	fs.StringVar(&o.tls.Cert, "tls-cert", o.tls.Cert, "client certificate `FILE` for mutual TLS, with --tls-key")
+	fs.StringVar(&o.tls.Key, "tls-key", o.tls.Key, "client key `FILE` for mutual TLS")
 }
 
-func (o *options) globalFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.url, "redis", o.url, "Redis URL")
-	fs.StringVar(&o.namespace, "namespace", o.namespace, "key prefix")
-	fs.StringVar(&o.tls.CA, "tls-ca", o.tls.CA, "CA bundle")
-	fs.StringVar(&o.tls.Cert, "tls-cert", o.tls.Cert, "client certificate")
-	fs.StringVar(&o.tls.Key, "tls-key", o.tls.Key, "client key")
-}
-
-func (o *options) consoleFlags(fs *flag.FlagSet) {
-	fs.BoolVar(&o.readOnly, "read-only", o.readOnly, "no changes")
+// consoleFlags are the flags of the console (the root without a command) and the demo.
+func (o *options) consoleFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.readOnly, "read-only", o.readOnly, "show locks, change nothing (and audit nothing)")
+	fs.Var(durationFlag{&o.refresh}, "refresh", "re-read the locks every `D`")
 	o.auditFlags(fs)
-	fs.Var(durationFlag{&o.refresh}, "refresh", "refresh interval")
 }
 
 // auditFlags are the console's flags that name the audit trail; release and release-all take
 // them too.
-func (o *options) auditFlags(fs *flag.FlagSet) {
-	fs.StringVar(&o.auditLog, "audit-log", o.auditLog, "audit file")
-	fs.StringVar(&o.auditStream, "audit-stream", o.auditStream, "audit stream")
+func (o *options) auditFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.auditLog, "audit-log", o.auditLog,
+		"append the audit records to `PATH` (default $XDG_STATE_HOME/locktui/audit.jsonl, else ~/.local/state/locktui/audit.jsonl)")
+	fs.StringVar(&o.auditStream, "audit-stream", o.auditStream, "add the audit records to the Redis stream `S` as well")
 }
 
 // record notes which flags of fs the command line set.
-func (o *options) record(fs *flag.FlagSet) {
-	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
+func (o *options) record(fs *pflag.FlagSet) {
+	fs.Visit(func(f *pflag.Flag) { o.set[f.Name] = true })
 }
 
-// misplacedFlag returns a usage error for the first console flag set on the command line (for
-// example before the command name) that c does not accept, or nil.
-func (o *options) misplacedFlag(c *command) error {
-	for _, name := range consoleFlagNames {
-		if !o.set[name] || c.console {
-			continue
-		}
-		switch audits := slices.Contains(auditFlagNames, name); {
-		case audits && c.audited:
-			continue
-		case audits:
-			return usagef(c.name, "--%s applies only to the console, demo, release and release-all, not to %s", name, c.name)
-		default:
-			return usagef(c.name, "--%s applies only to the console and demo, not to %s", name, c.name)
-		}
+// misplaced returns the usage error for console flag name given before command cmd, which does
+// not accept it, or nil when name is not a console flag.
+func misplaced(name, cmd string) error {
+	switch {
+	case !slices.Contains(consoleFlagNames, name):
+		return nil
+	case slices.Contains(auditFlagNames, name):
+		return usagef(cmd, "--%s applies only to the console, demo, release and release-all, not to %s", name, cmd)
+	default:
+		return usagef(cmd, "--%s applies only to the console and demo, not to %s", name, cmd)
 	}
-	return nil
 }
 
 // validateGlobal checks the global flags.
@@ -149,7 +147,7 @@ func (o *options) consoleConfig() ConsoleConfig {
 	}
 }
 
-// durationFlag is a flag.Value for a non-negative duration: "500ms", "30s", "5m", or a bare
+// durationFlag is a flag value for a non-negative duration: "500ms", "30s", "5m", or a bare
 // number of seconds ("30", "1.5") as Medusa's options give them.
 type durationFlag struct{ d *time.Duration }
 
@@ -176,6 +174,31 @@ func (f durationFlag) Set(s string) error {
 	return nil
 }
 
+// Type names the value in the help when the usage text names none.
+func (durationFlag) Type() string { return "D" }
+
+// exitCodeFlag is a flag value for a process exit code, 0 to 255.
+type exitCodeFlag struct{ n *int }
+
+func (f exitCodeFlag) String() string {
+	if f.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*f.n)
+}
+
+func (f exitCodeFlag) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 255 {
+		return errors.New("an exit code is a whole number from 0 to 255")
+	}
+	*f.n = n
+	return nil
+}
+
+// Type names the value in the help when the usage text names none.
+func (exitCodeFlag) Type() string { return "N" }
+
 // usageError is a command line mistake: it exits with ExitUsage and a hint to the help.
 type usageError struct {
 	cmd string // the command whose help the hint names; "" for the main help
@@ -198,14 +221,11 @@ func usagef(cmd, format string, args ...any) error {
 // withCommand points the hint of a usage error at cmd's help when it names no command yet.
 func withCommand(err error, cmd string) error {
 	var ue *usageError
-	if errors.As(err, &ue) && ue.cmd == "" {
+	if errors.As(err, &ue) && ue.cmd == "" && cmd != "" {
 		return &usageError{cmd: cmd, msg: ue.msg}
 	}
 	return err
 }
-
-// errHelp is returned by parseArgs for -h, -help and --help.
-var errHelp = errors.New("help requested")
 
 // parsedArgs are the arguments left after the flags.
 type parsedArgs struct {
@@ -220,55 +240,11 @@ type parsedArgs struct {
 // all returns positional and tail together, for commands without a use for "--".
 func (p parsedArgs) all() []string { return append(slices.Clone(p.positional), p.tail...) }
 
-// parseArgs sets the flags of fs wherever they appear in args: "-name", "--name", with the
-// value as the next argument or after "=" (boolean flags take no separate value, and a lone
-// "true" or "false" right after one is refused rather than taken as an argument). Other
-// arguments are returned in order; "--" ends the flags. With stopAtFirst the parse stops at the
-// first non-flag argument, which starts positional followed by everything after it.
-func parseArgs(fs *flag.FlagSet, args []string, stopAtFirst bool) (parsedArgs, error) {
-	var p parsedArgs
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		if arg == "--" {
-			p.dashdash = true
-			p.tail = args[i+1:]
-			return p, nil
-		}
-		if len(arg) < 2 || arg[0] != '-' {
-			if stopAtFirst {
-				p.positional = args[i:]
-				return p, nil
-			}
-			p.positional = append(p.positional, arg)
-			continue
-		}
-		spelled, value, hasValue := strings.Cut(arg, "=")
-		name := strings.TrimPrefix(spelled[1:], "-")
-		if name == "h" || name == "help" {
-			return p, errHelp
-		}
-		f := fs.Lookup(name)
-		if f == nil || strings.HasPrefix(name, "-") {
-			return p, usagef("", "unknown flag %s", spelled)
-		}
-		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-			if !hasValue {
-				value = "true"
-				if i+1 < len(args) && (args[i+1] == "true" || args[i+1] == "false") {
-					return p, usagef("", "%s takes no separate value (%q would be read as an argument); write %s=%s",
-						spelled, args[i+1], spelled, args[i+1])
-				}
-			}
-		} else if !hasValue {
-			if i+1 >= len(args) {
-				return p, usagef("", "flag %s needs a value", spelled)
-			}
-			i++
-			value = args[i]
-		}
-		if err := fs.Set(name, value); err != nil {
-			return p, usagef("", "invalid value %q for %s: %v", value, spelled, err)
-		}
+// splitAtDash splits a command's arguments where "--" was (dash is cobra's ArgsLenAtDash: -1
+// when there was none).
+func splitAtDash(args []string, dash int) parsedArgs {
+	if dash < 0 {
+		return parsedArgs{positional: args}
 	}
-	return p, nil
+	return parsedArgs{positional: args[:dash], tail: args[dash:], dashdash: true}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/locktui/locktui/internal/glob"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -34,20 +35,25 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	if args := p.all(); len(args) > 0 {
 		return s.fail(usagef("list", "list takes no arguments, got %q", args[0]))
 	}
+	keep, err := o.listFilter()
+	if err != nil {
+		return s.fail(err)
+	}
 	c, err := s.connect(ctx, o)
 	if err != nil {
 		return s.fail(err)
 	}
 	defer c.Close()
-	locks, err := c.p.List(ctx)
+	locks, err := scanLocks(ctx, c.p)
 	if err != nil {
 		return s.fail(err)
 	}
+	locks = slices.DeleteFunc(locks, func(l provider.Lock) bool { return !keep(l) })
 	slices.SortFunc(locks, func(a, b provider.Lock) int { return strings.Compare(a.Key, b.Key) })
 	if o.json {
 		err = writeJSON(s.stdout, locks)
 	} else {
-		err = writeTable(s.stdout, locks, o.namespace)
+		err = writeTable(s.stdout, locks, o.namespace, o.filtered())
 	}
 	if err != nil {
 		return s.fail(fmt.Errorf("write the list: %w", err))
@@ -55,23 +61,59 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	return ExitOK
 }
 
+// scanLocks reads every key under the namespace: the one call of the namespace scanner that
+// the CLI makes, so that a paced scanner replaces it here alone.
+func scanLocks(ctx context.Context, p *provider.Provider) ([]provider.Lock, error) {
+	return p.List(ctx)
+}
+
+// listFilter returns the test that list's --match, --owner and --no-ttl make of a key.
+func (o *options) listFilter() (func(provider.Lock) bool, error) {
+	if o.set["owner"] && o.owner == "" {
+		return nil, usagef("list", "--owner is empty; use \"*\" for the anonymous owner")
+	}
+	return func(l provider.Lock) bool {
+		switch {
+		case o.set["match"] && !glob.Match(o.match, l.Key):
+			return false
+		case o.set["owner"] && (l.Foreign || l.Owner != o.owner):
+			return false
+		case o.noTTL && l.TTL != provider.NoExpiry:
+			return false
+		}
+		return true
+	}, nil
+}
+
+// filtered reports whether list was given a filter.
+func (o *options) filtered() bool { return o.set["match"] || o.set["owner"] || o.noTTL }
+
 // writeJSON prints locks as one JSON array on one line.
 func writeJSON(w io.Writer, locks []provider.Lock) error {
 	out := make([]lockJSON, 0, len(locks))
 	for _, l := range locks {
-		ttl := int64(-1)
-		if l.TTL != provider.NoExpiry {
-			ttl = l.TTL.Milliseconds()
-		}
-		out = append(out, lockJSON{Key: l.Key, RedisKey: l.RedisKey, Owner: l.Owner, TTLms: ttl, Foreign: l.Foreign,
-			Holder: holderOf(l.Record)})
+		out = append(out, lockJSON{Key: l.Key, RedisKey: l.RedisKey, Owner: l.Owner, TTLms: ttlMillis(l.TTL), Foreign: l.Foreign,
+			Holder: holderJSONOf(l.Record)})
 	}
 	return json.NewEncoder(w).Encode(out)
 }
 
-// writeTable prints locks as an aligned KEY, OWNER, TTL table.
-func writeTable(w io.Writer, locks []provider.Lock, namespace string) error {
-	if len(locks) == 0 {
+// ttlMillis is a TTL in milliseconds for JSON: -1 for a key that never expires.
+func ttlMillis(d time.Duration) int64 {
+	if d == provider.NoExpiry {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+// writeTable prints locks as an aligned KEY, OWNER, TTL table; filtered says that list's
+// filters chose them, for the line printed when there are none.
+func writeTable(w io.Writer, locks []provider.Lock, namespace string, filtered bool) error {
+	switch {
+	case len(locks) == 0 && filtered:
+		_, err := fmt.Fprintf(w, "No locks under namespace %q match the filters.\n", namespace)
+		return err
+	case len(locks) == 0:
 		_, err := fmt.Fprintf(w, "No locks under namespace %q.\n", namespace)
 		return err
 	}

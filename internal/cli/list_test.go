@@ -105,3 +105,72 @@ func TestListOtherNamespace(t *testing.T) {
 	requireCode(t, r, cli.ExitOK)
 	require.JSONEq(t, `[{"key":"k","redis_key":"other:k","owner":"o","ttl_ms":-1,"holder":null}]`, r.stdout)
 }
+
+// --match, --owner and --no-ttl keep the keys that pass all of them, in the table and in JSON.
+func TestListFilters(t *testing.T) {
+	e := newEnv(t)
+	seed(t, e)
+	require.NoError(t, e.p.Acquire(context.Background(), []string{"cart:3"}, provider.AcquireOptions{Owner: "worker 1", Expire: time.Minute}))
+	keys := func(args ...string) []string {
+		t.Helper()
+		r := run(t, append([]string{"list", "--json", "--redis", e.srv.URL}, args...)...)
+		requireCode(t, r, cli.ExitOK)
+		require.Empty(t, r.stderr)
+		var got []struct{ Key string }
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &got))
+		out := []string{}
+		for _, g := range got {
+			out = append(out, g.Key)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--match", "cart:*"}, []string{"cart:1", "cart:2", "cart:3"}},
+		{[]string{"--match=cart:[13]"}, []string{"cart:1", "cart:3"}},
+		{[]string{"--match", "CART:*"}, []string{}}, // case-sensitive, as Redis MATCH
+		{[]string{"--match", "?"}, []string{"a"}},
+		{[]string{"--owner", "worker 1"}, []string{"cart:1", "cart:3"}},
+		{[]string{"--owner", "*"}, []string{"a"}}, // the anonymous owner, not a pattern
+		{[]string{"--owner", "worker"}, []string{}},
+		{[]string{"--no-ttl"}, []string{"cart:1", "queue"}},
+		{[]string{"--no-ttl", "--owner", "worker 1"}, []string{"cart:1"}},
+		{[]string{"--match", "cart:*", "--no-ttl", "--owner", "execute:abc"}, []string{}},
+	} {
+		require.Equal(t, tt.want, keys(tt.args...), "list %q", tt.args)
+	}
+
+	r := run(t, "list", "--redis", e.srv.URL, "--match", "nothing:*")
+	requireCode(t, r, cli.ExitOK)
+	require.Equal(t, "No locks under namespace \"medusa_lock:\" match the filters.\n", r.stdout)
+	r = run(t, "list", "--no-ttl", "--redis", e.srv.URL)
+	requireCode(t, r, cli.ExitOK)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Len(t, lines, 3, "table:\n%s", r.stdout)
+	require.Regexp(t, `^cart:1 +"worker 1" +no expiry$`, lines[1])
+}
+
+// Tab completes lock keys and owners from Redis (what the completion scripts ask for).
+func TestCompletionOfKeysAndOwners(t *testing.T) {
+	e := newEnv(t)
+	seed(t, e)
+	complete := func(args ...string) []string {
+		t.Helper()
+		r := run(t, append([]string{"__complete", "--redis", e.srv.URL}, args...)...)
+		requireCode(t, r, cli.ExitOK)
+		return strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	}
+	require.Equal(t, []string{"cart:1", "cart:2", ":4"}, complete("get", "ca"))
+	require.Equal(t, []string{":4"}, complete("get", "a", "ca"), "get takes one key")
+	require.Equal(t, []string{"a", "cart:1", "cart:2", ":4"}, complete("release", "--force", ""))
+	require.Equal(t, []string{"worker 1", ":4"}, complete("release", "k", "--owner", "w"))
+	require.Equal(t, []string{":4"}, complete("list", ""), "list takes no keys")
+	require.Equal(t, []string{":0"}, complete("run", "a", "--", ""), "the shell completes run's command")
+	// Redis unreachable: nothing to offer, and no error in the user's command line.
+	e.srv.Stop()
+	r := run(t, "__complete", "--redis", e.srv.URL, "get", "")
+	requireCode(t, r, cli.ExitOK)
+	require.Equal(t, ":4\n", r.stdout)
+}

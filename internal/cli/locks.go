@@ -72,8 +72,8 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	if errors.As(err, &ce) && errors.Is(err, provider.ErrNotAcquired) {
 		msg := ce.Error()
 		if len(ce.Keys) == 1 {
-			if l, ok, gerr := c.p.Get(ctx, ce.Keys[0]); gerr == nil && ok && !l.Foreign {
-				msg += fmt.Sprintf(" (held by %q)", l.Owner)
+			if h := holderOf(ctx, c.p, ce.Keys[0]); h != "" {
+				msg += " (held by " + h + ")"
 			}
 		}
 		if o.wait > 0 {

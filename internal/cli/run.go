@@ -3,9 +3,12 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,15 +43,13 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(err)
 	}
 	switch {
-	case o.timeout == 0:
-		return s.fail(usagef("run", "--timeout must be positive"))
-	case o.expire == 0:
+	case o.leaseExpire == 0:
 		return s.fail(usagef("run", "--expire must be positive: a lease always expires"))
-	case o.set["grace"] && o.grace > maxGrace(o.expire):
+	case o.set["grace"] && o.grace > maxGrace(o.leaseExpire):
 		return s.fail(usagef("run", "--grace %s is more than a quarter of --expire %s: at most %s, or every slow renewal would stop the command",
-			o.grace, o.expire, maxGrace(o.expire)))
+			o.grace, o.leaseExpire, maxGrace(o.leaseExpire)))
 	case !o.set["grace"]:
-		o.grace = min(defaultRunGrace, maxGrace(o.expire))
+		o.grace = min(defaultRunGrace, maxGrace(o.leaseExpire))
 	}
 	cmd := exec.Command(p.tail[0], p.tail[1:]...)
 	if cmd.Err != nil {
@@ -57,7 +58,8 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.app.Stdin, s.stdout, s.stderr
 	cmd.WaitDelay = pipeDrain
 
-	c, err := s.connect(ctx, o)
+	waits := &waitWatch{}
+	c, err := s.connect(ctx, o, waits)
 	if err != nil {
 		return s.fail(err)
 	}
@@ -65,24 +67,76 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	sigs, unsubscribe := s.subscribe()
 	defer unsubscribe()
 
-	lease, code := s.takeLease(ctx, c.p, keys, o, sigs)
+	lease, code := s.takeLease(ctx, c, keys, o, sigs, waits)
 	if lease == nil {
 		return code
 	}
+	c.reportsLoss(lease)
 	cmd.Env = leaseEnv(lease)
 	waited, err := startCommand(cmd)
 	if err != nil {
 		s.releaseLease(ctx, lease)
 		return s.cannotStart(p.tail[0], err)
 	}
-	return s.supervise(ctx, cmd, waited, lease, sigs, o.grace)
+	return s.supervise(ctx, cmd, waited, c.p, lease, sigs, o.grace)
+}
+
+// onceTimeout bounds run --timeout 0's single attempt: the round trip, not a wait.
+const onceTimeout = provider.DefaultWaitLockingTimeout
+
+// errHeld ends run --timeout 0's acquisition at its first wait: a key is held.
+var errHeld = errors.New("a key is held")
+
+// waitWatch follows run's acquisition through the provider's events: it notes the key the
+// acquisition last waited for and, when once is set (--timeout 0), ends the acquisition the
+// moment it would start waiting, after its one attempt.
+type waitWatch struct {
+	mu     sync.Mutex
+	key    string
+	cancel context.CancelCauseFunc
+}
+
+// LockEvent notes a wait.
+func (w *waitWatch) LockEvent(e provider.Event) {
+	if e.Kind != provider.EventWaiting {
+		return
+	}
+	w.mu.Lock()
+	w.key = e.Key
+	cancel := w.cancel
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel(errHeld)
+	}
+}
+
+// once makes the acquisition under ctx end at its first wait.
+func (w *waitWatch) once(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w.mu.Lock()
+	w.cancel = cancel
+	w.mu.Unlock()
+	return ctx, func() { cancel(nil) }
+}
+
+// waitedFor is the key the acquisition last waited for; "" if it never waited.
+func (w *waitWatch) waitedFor() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.key
 }
 
 // takeLease waits for the keys. On failure it returns a nil lease and the exit code.
-func (s *session) takeLease(ctx context.Context, p *provider.Provider, keys []string, o *options, sigs <-chan os.Signal) (*provider.Lease, int) {
+func (s *session) takeLease(ctx context.Context, c *conn, keys []string, o *options, sigs <-chan os.Signal, waits *waitWatch) (*provider.Lease, int) {
 	actx, stopWatch := cancelOnSignal(ctx, sigs)
-	lease, err := p.AcquireLease(actx, keys, provider.LeaseOptions{Timeout: o.timeout, Expire: o.expire})
-	stopWatch()
+	timeout, stopOnce := o.timeout, func() {}
+	if timeout == 0 {
+		actx, stopOnce = waits.once(actx)
+		timeout = onceTimeout
+	}
+	lease, err := c.p.AcquireLease(actx, keys, provider.LeaseOptions{Timeout: timeout, Expire: o.leaseExpire})
+	stopOnce()
+	stopWatch() // from here on, signals are the command's
 	if se, ok := interrupted(actx); ok {
 		if lease != nil {
 			s.releaseLease(ctx, lease)
@@ -93,11 +147,42 @@ func (s *session) takeLease(ctx context.Context, p *provider.Provider, keys []st
 	switch {
 	case err == nil:
 		return lease, ExitOK
+	case errors.Is(err, errHeld):
+		key := waits.waitedFor()
+		msg := fmt.Sprintf("Failed to acquire lock for key %q", key)
+		if h := holderOf(ctx, c.p, key); h != "" {
+			msg += " (held by " + h + ")"
+		}
+		s.errorf("%s; --timeout 0 tries once", msg)
+		return nil, o.conflictExit
 	case errors.Is(err, provider.ErrTimedOut):
-		s.errorf("%s (waited %s for %s)", err, o.timeout, quoteKeys(keys))
-		return nil, ExitTimedOut
+		detail := fmt.Sprintf("waited %s for %s", o.timeout, quoteKeys(keys))
+		if key := waits.waitedFor(); key != "" {
+			if h := holderOf(ctx, c.p, key); h != "" {
+				detail += fmt.Sprintf("; %q is held by %s", key, h)
+			}
+		}
+		s.errorf("%s (%s)", err, detail)
+		return nil, o.conflictExit
 	default:
 		return nil, s.fail(err)
+	}
+}
+
+// holderOf describes who holds key now: the quoted owner, "a key of another type", or "" when
+// it is free or cannot be read (it only explains a failure that is reported anyway).
+func holderOf(ctx context.Context, p *provider.Provider, key string) string {
+	if key == "" {
+		return ""
+	}
+	l, ok, err := p.Get(ctx, key)
+	switch {
+	case err != nil || !ok:
+		return ""
+	case l.Foreign:
+		return "a key of another type"
+	default:
+		return strconv.Quote(l.Owner)
 	}
 }
 
@@ -110,7 +195,11 @@ func (s *session) takeLease(ctx context.Context, p *provider.Provider, keys []st
 // a SIGTERM from run (also for a lost lease or an ended ctx), SIGKILL follows grace later or at
 // the deadline, whichever comes first. A renewal confirmed after the SIGTERM does not take it
 // back. One timer serves both moments: it is re-armed from the deadline when it fires early.
-func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan error, lease *provider.Lease, sigs <-chan os.Signal, grace time.Duration) int {
+//
+// A lost lease is explained (see lossReason) by a read of Redis that runs beside the loop, so
+// that it never holds up a SIGKILL; its line is printed when the read is done, and before run
+// returns.
+func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan error, p *provider.Provider, lease *provider.Lease, sigs <-chan os.Signal, grace time.Duration) int {
 	var (
 		termAt    time.Time // when run sent SIGTERM; zero before
 		forLease  bool      // that SIGTERM was because of the lease: exit ExitLockLost
@@ -121,6 +210,8 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 				termAt = time.Now()
 			}
 		}
+		reason  <-chan string // the explanation of the loss, while it is read
+		lostMsg func(reason string) string
 	)
 	timer := time.NewTimer(time.Until(lease.Deadline().Add(-grace)))
 	defer timer.Stop()
@@ -158,6 +249,17 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 			if errors.Is(err, exec.ErrWaitDelay) {
 				s.warnf("the command exited but its output stayed open (a background process?); stopped reading after %s", pipeDrain)
 			}
+			if reason == nil && leaseDone != nil && (lease.Err() != nil || !time.Now().Before(lease.Deadline())) {
+				// Lost as the command died (the SIGKILL at the deadline comes when the lease's
+				// own expiry does, which may not have ended it yet): still say why.
+				lostMsg = func(reason string) string {
+					return fmt.Sprintf("lost the lock on %s while the command ran: %s", quoteKeys(lostKeys(lease)), reason)
+				}
+				reason = explainLoss(ctx, p, lease)
+			}
+			if reason != nil {
+				s.errorf("%s", lostMsg(<-reason))
+			}
 			s.releaseLease(ctx, lease)
 			if forLease || lease.Err() != nil {
 				return ExitLockLost
@@ -175,13 +277,21 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 				continue
 			}
 			forLease = true
+			lost := fmt.Sprintf("lost the lock on %s while the command ran", quoteKeys(lostKeys(lease)))
+			lostMsg = func(reason string) string { return lost + ": " + reason }
 			if termAt.IsZero() { // else it already got SIGTERM
 				now := time.Now()
-				s.errorf("lost the lock on %s while the command ran; stopping it with SIGTERM (SIGKILL after %s)",
-					quoteKeys(lease.Keys()), max(earliest(now.Add(grace), lease.Deadline()).Sub(now), 0).Round(time.Millisecond))
+				killIn := max(earliest(now.Add(grace), lease.Deadline()).Sub(now), 0).Round(time.Millisecond)
 				terminate()
+				lostMsg = func(reason string) string {
+					return fmt.Sprintf("%s: %s; stopping it with SIGTERM (SIGKILL after %s)", lost, reason, killIn)
+				}
 			}
+			reason = explainLoss(ctx, p, lease)
 			step()
+		case r := <-reason:
+			reason = nil
+			s.errorf("%s", lostMsg(r))
 		case <-ctxDone:
 			ctxDone = nil
 			terminate()

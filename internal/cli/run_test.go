@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -89,10 +91,61 @@ func TestRunTimesOutWhenTheKeyIsHeld(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	r := run(t, "run", "a", "b", "--timeout", "300ms", "--redis", e.srv.URL, "--", "touch", marker)
 	requireCode(t, r, cli.ExitTimedOut)
-	requireOneErrorLine(t, r, "locktui: Timed-out acquiring lock.", "300ms")
+	requireOneErrorLine(t, r, "locktui: Timed-out acquiring lock.", "300ms", `"b" is held by "other"`)
 	require.NoFileExists(t, marker, "the command must not run without the lock")
 	require.Equal(t, "other", e.holder(t, "b"))
 	require.Empty(t, e.holder(t, "a"), "keys taken while waiting are given back")
+}
+
+// --timeout 0 is flock -n: one attempt, and a held key fails the call at once (not after the
+// provider's default wait of 5 s), naming its holder; free keys run the command.
+func TestRunTimeoutZeroTriesOnce(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.p.Acquire(context.Background(), []string{"b"}, provider.AcquireOptions{Owner: "other", Expire: time.Minute}))
+	marker := filepath.Join(t.TempDir(), "ran")
+	start := time.Now()
+	r := run(t, "run", "a", "b", "--timeout", "0", "--redis", e.srv.URL, "--", "touch", marker)
+	elapsed := time.Since(start)
+	requireCode(t, r, cli.ExitTimedOut)
+	requireOneErrorLine(t, r, `locktui: Failed to acquire lock for key "b" (held by "other"); --timeout 0 tries once`)
+	require.Less(t, elapsed, provider.DefaultWaitLockingTimeout/2, "it waited instead of failing at once")
+	require.NoFileExists(t, marker, "the command must not run without the lock")
+	require.Equal(t, "other", e.holder(t, "b"))
+	require.Empty(t, e.holder(t, "a"), "the key the attempt took is given back")
+
+	r = run(t, "run", "a", "c", "--timeout=0", "--redis", e.srv.URL, "--", "touch", marker)
+	requireCode(t, r, 0)
+	require.Empty(t, r.stderr)
+	require.FileExists(t, marker)
+	require.Empty(t, e.holder(t, "a"), "released when the command exits")
+}
+
+// --conflict-exit-code (flock -E) replaces 75 when the keys are not taken, with a wait or
+// without; other outcomes keep their codes.
+func TestRunConflictExitCode(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.p.Acquire(context.Background(), []string{"held"}, provider.AcquireOptions{Owner: "other", Expire: time.Minute}))
+	for _, tt := range []struct {
+		args     []string
+		want     int
+		conflict bool
+	}{
+		{[]string{"held", "--timeout", "0", "--conflict-exit-code", "9"}, 9, true},
+		{[]string{"held", "--timeout", "200ms", "--conflict-exit-code=0"}, 0, true},
+		{[]string{"--conflict-exit-code", "9", "held", "--timeout", "200ms"}, 9, true},
+		{[]string{"free", "--timeout", "0", "--conflict-exit-code", "9"}, 0, false}, // the command's code
+	} {
+		args := append(append([]string{"run", "--redis", e.srv.URL}, tt.args...), "--", "true")
+		r := run(t, args...)
+		requireCode(t, r, tt.want)
+		if tt.conflict {
+			requireOneErrorLine(t, r, `"held"`, `"other"`)
+		} else {
+			require.Empty(t, r.stderr)
+		}
+	}
+	r := run(t, "run", "free", "--conflict-exit-code", "9", "--redis", e.srv.URL, "--", "sh", "-c", "exit 4")
+	requireCode(t, r, 4)
 }
 
 func TestRunStopsTheCommandWhenTheLeaseIsLost(t *testing.T) {
@@ -101,9 +154,26 @@ func TestRunStopsTheCommandWhenTheLeaseIsLost(t *testing.T) {
 		"sh", "-c", "echo ready; exec sleep 30")
 	require.NoError(t, e.srv.Client(t).Del(context.Background(), "medusa_lock:k").Err())
 	require.Equal(t, cli.ExitLockLost, <-code)
-	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran; stopping it with SIGTERM`)
-	require.Contains(t, stderr.String(), `Lost the lock for key(s) "k"`)
-	require.NotContains(t, stderr.String(), "sending SIGKILL") // the command obeyed SIGTERM
+	// One error line says what happened, and no warning repeats it: the loss is why run exits.
+	require.Regexp(t, `^locktui: lost the lock on "k" while the command ran: "k" was deleted by another client; stopping it with SIGTERM \(SIGKILL after \d+ms\)\n$`,
+		stderr.String()) // the command obeyed SIGTERM
+}
+
+// A key replaced by a value of another type is lost too, and said so.
+func TestRunSaysWhenTheKeyBecameAnotherType(t *testing.T) {
+	e := newEnv(t)
+	_, stderr, code := started(t, newApp(nil, nil), "run", "k", "--expire", "1s", "--redis", e.srv.URL, "--",
+		"sh", "-c", "echo ready; exec sleep 30")
+	client := e.srv.Client(t)
+	_, err := client.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+		p.Del(context.Background(), "medusa_lock:k")
+		p.RPush(context.Background(), "medusa_lock:k", "x")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, cli.ExitLockLost, <-code)
+	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran: "k" was replaced by a key of another type; stopping it with SIGTERM`)
+	require.NotContains(t, stderr.String(), "warning")
 }
 
 func TestRunShowsGoRedisLinesAsWarnings(t *testing.T) {
@@ -114,6 +184,8 @@ func TestRunShowsGoRedisLinesAsWarnings(t *testing.T) {
 	require.Equal(t, cli.ExitLockLost, <-code)
 	out := stderr.String()
 	require.Contains(t, out, "locktui: warning: redis: connection pool: failed to dial")
+	// Why run exits is an error line, not a warning: the renewals failed, so the lease expired.
+	require.NotContains(t, out, "warning: Lost the lock")
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
 		require.True(t, strings.HasPrefix(line, "locktui: "), "a line not in locktui's format: %q", line)
 	}
@@ -126,6 +198,7 @@ func TestRunKillsACommandThatIgnoresSIGTERM(t *testing.T) {
 		"--redis", e.srv.URL, "--", "sh", "-c", `trap "" TERM; echo ready; exec sleep 30`)
 	require.NoError(t, e.srv.Client(t).Set(context.Background(), "medusa_lock:k", "thief", 0).Err())
 	require.Equal(t, cli.ExitLockLost, <-code)
+	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran: "k" was taken by "thief"; stopping it with SIGTERM (SIGKILL after 200ms)`)
 	require.Contains(t, stderr.String(), "locktui: the command did not exit within 200ms of SIGTERM; sending SIGKILL")
 	require.Equal(t, "thief", e.holder(t, "k"), "the new owner's lock is left alone")
 }
@@ -216,6 +289,8 @@ func TestRunKillsTheCommandBeforeRedisCanExpireTheKeys(t *testing.T) {
 	require.Equal(t, cli.ExitLockLost, <-code)
 	require.Contains(t, stderr.String(), `locktui: renewal of the lock on "k" is overdue`)
 	require.Contains(t, stderr.String(), "locktui: the command still runs at the lease's deadline; sending SIGKILL")
+	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran: the lease expired`)
+	require.NotContains(t, stderr.String(), "warning: Lost the lock")
 }
 
 // fifoWatch is a FIFO that a command opens for writing; c is closed when every writer has
@@ -298,4 +373,59 @@ func TestRunGraceIsAtMostAQuarterOfExpire(t *testing.T) {
 		requireOneErrorLine(t, r, tt.want)
 	}
 	require.Empty(t, e.holder(t, "k"), "a refused command line takes no lock")
+}
+
+// A Redis restart (a new run_id) may have lost the keys: the lease is lost, and run says why.
+func TestRunSaysWhenRedisRestarted(t *testing.T) {
+	e := newEnv(t)
+	// The first renewal comes 10 s in: the restart is seen first, by its run_id.
+	_, stderr, code := started(t, newApp(nil, nil), "run", "k", "--expire", "30s", "--redis", e.srv.URL, "--",
+		"sh", "-c", "echo ready; exec sleep 30")
+	awaitRunIDProbe(t, e.srv.Client(t)) // else the first run_id read could come after the restart
+	e.srv.Restart(t, 0)
+	require.Equal(t, cli.ExitLockLost, <-code)
+	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran: the Redis server restarted or failed over, which may have lost the keys; stopping it with SIGTERM`)
+	require.NotContains(t, stderr.String(), "warning: Lost the lock")
+}
+
+// awaitRunIDProbe waits until another client has sent INFO (the provider reads the run_id
+// with INFO server while it holds leases), counting the INFO calls this helper makes itself.
+func awaitRunIDProbe(t *testing.T, client *redis.Client) {
+	t.Helper()
+	calls := func() int64 {
+		info, err := client.Info(context.Background(), "commandstats").Result()
+		require.NoError(t, err)
+		m := regexp.MustCompile(`cmdstat_info:calls=(\d+)`).FindStringSubmatch(info)
+		if m == nil {
+			return 0
+		}
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	first, own := calls(), int64(1)
+	require.Eventually(t, func() bool {
+		own++
+		return calls()-first >= own
+	}, 10*time.Second, 5*time.Millisecond, "the provider never read the run_id")
+}
+
+// run --fair-queue waits in the key's fair queue (docs/waiting.md): its ticket is in the queue
+// while the key is held, and it runs the command once the key is freed.
+func TestRunFairQueueWaitsInTheQueue(t *testing.T) {
+	e := newEnv(t)
+	rdb := e.srv.Client(t)
+	require.NoError(t, e.p.Acquire(t.Context(), []string{"k"}, provider.AcquireOptions{Owner: "other", Expire: time.Minute}))
+	done := make(chan result, 1)
+	go func() {
+		done <- run(t, "run", "k", "--fair-queue", "--timeout", "20s", "--redis", e.srv.URL, "--", "true")
+	}()
+	queue := "locktui:{" + provider.DefaultNamespace + "k}:queue"
+	require.Eventually(t, func() bool { return rdb.LLen(t.Context(), queue).Val() == 1 }, 10*time.Second, 5*time.Millisecond,
+		"run's ticket joins the key's queue")
+	ok, err := e.p.Release(t.Context(), []string{"k"}, "other")
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireCode(t, <-done, 0)
+	require.Zero(t, rdb.LLen(t.Context(), queue).Val(), "taking the key left the queue")
 }

@@ -6,13 +6,15 @@
 -- free lock only when nobody else queues for it; 'join' does the same and, when it cannot take
 -- the lock, joins (or stays in) the queue with ticket ARGV[3], live for ARGV[5] ms. A re-entry
 -- never queues. Taking the lock leaves the queue.
--- A free lock that our clients leave to processes that write no holder record for now (see
--- lib.lua, stock's turns) is not taken either.
--- ARGV[6] to ARGV[9] name the taking process in the record: host, pid, program, client kind.
+-- ARGV[6] is '1' for the attempts of a waiting call: only those leave a free lock to processes
+-- that write no holder record in their turn (see lib.lua, stock's turns); a try-once
+-- acquisition takes a free lock, as stock's does.
+-- ARGV[7] to ARGV[10] name the taking process in the record: host, pid, program, client kind.
 -- Returns {status, fencing token}: status 1 for a fresh lock (with a new token), 0 when someone
 -- else holds it (or is ahead in the queue), 2 for a re-entry by the same owner (with the hold's
--- token, or a new one when the hold has none), and -n when the lock is free but left to others
--- for n more ms; the token is 0 unless the call holds the lock.
+-- token, or a new one when the hold has none), -n when the lock is free but left to others for n
+-- more ms, and 3 when it is held by a process that writes no holder record whose turn is over;
+-- the token is 0 unless the call holds the lock.
 local ttl = tonumber(ARGV[2])
 local mode = ARGV[4]
 local fair = mode == 'join' or mode == 'check'
@@ -23,7 +25,7 @@ local function held(status)
   return {status or 0, 0}
 end
 local function holdRecord(rec, since, fence)
-  rec.host, rec.pid, rec.prog, rec.kind = ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+  rec.host, rec.pid, rec.prog, rec.kind = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
   rec.since, rec.fence = since or string.format('%.0f', nowMs()), fence or string.format('%.0f', nextFence())
   return rec
 end
@@ -39,7 +41,7 @@ if fair then
     end
   end
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if ARGV[6] == '1' and redis.call('EXISTS', KEYS[1]) == 0 then
   local left = yieldLeft()
   if left > 0 then
     return held(-left)
@@ -63,7 +65,9 @@ end
 local current = redis.call('GET', KEYS[1])
 -- The anonymous owner "*" is never re-entrant, exactly as in stock.
 if current == '*' or current ~= ARGV[1] then
-  noteForeign()
+  if noteForeign() then
+    return held(3)
+  end
   return held()
 end
 -- A re-entry: keep what the lock was before, so that a call that fails can put it back.

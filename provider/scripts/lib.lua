@@ -19,6 +19,8 @@
 -- KEYS[5] is the lock's share record (see share.go): a hash that exists only while processes
 -- that write no holder record (stock Medusa) contend for the lock, so that our clients, which
 -- hand the lock on within a round trip, leave those processes their turns:
+--   seen   when one of ours last found the lock held by such a process (absolute ms)
+--   theirs when ours first saw the current run of such a process (absolute ms)
 --   since  when our clients' current run on the lock began (absolute ms)
 --   yield  until when our clients leave the freed lock to the others (absolute ms)
 -- It expires SHARE_MEMORY ms after one of ours last found the lock held by such a process.
@@ -158,14 +160,20 @@ end
 -- SHARE_RUN, SHARE_WINDOW and SHARE_MEMORY are defined in front of this file (share.go).
 
 -- noteForeign remembers that the lock is held by a process that writes no holder record (or
--- a record of another owner), and ends our run.
+-- a record of another owner), and ends our run. It returns true when that process's run, as
+-- far as ours have seen it, has lasted SHARE_RUN ms: its turn is over, and our waiters may try
+-- harder to find the lock free between its release and its re-take.
 local function noteForeign()
   local owner = redis.call('GET', KEYS[1])
   if owner and redis.call('HGET', KEYS[2], 'owner') ~= owner then
+    local now = nowMs()
     redis.call('HDEL', KEYS[5], 'since', 'yield')
-    redis.call('HSET', KEYS[5], 'seen', nowMs())
+    redis.call('HSET', KEYS[5], 'seen', now)
+    redis.call('HSETNX', KEYS[5], 'theirs', now)
     redis.call('PEXPIRE', KEYS[5], SHARE_MEMORY)
+    return now - tonumber(redis.call('HGET', KEYS[5], 'theirs')) >= SHARE_RUN
   end
+  return false
 end
 
 -- yieldLeft is how many ms the free lock is still left to the others (0: none).
@@ -180,7 +188,7 @@ end
 -- startRun notes, when others contend, that a run of ours on the lock begins.
 local function startRun()
   if redis.call('EXISTS', KEYS[5]) == 1 and redis.call('HSETNX', KEYS[5], 'since', nowMs()) == 1 then
-    redis.call('HDEL', KEYS[5], 'yield')
+    redis.call('HDEL', KEYS[5], 'yield', 'theirs')
   end
 end
 

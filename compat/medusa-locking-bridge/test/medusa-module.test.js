@@ -6,6 +6,7 @@
 const { describe, test } = require("node:test")
 const assert = require("node:assert/strict")
 const { useBridgeEnv, requireCompat, packageDir, compatDir } = require("../test-support/env")
+const { bootstrapLocking } = require("../test-support/medusa")
 
 const { MedusaModule } = requireCompat("@medusajs/framework/modules-sdk")
 const { Modules, MedusaError } = requireCompat("@medusajs/framework/utils")
@@ -23,22 +24,13 @@ const logger = {
 let locking
 
 const env = useBridgeEnv({ setup: async (env) => {
-  const modules = await MedusaModule.bootstrap({
-    moduleKey: Modules.LOCKING,
-    defaultPath: "@medusajs/locking",
-    declaration: {
-      scope: "internal",
-      resources: "shared",
-      options: {
-        // Module level, where stock reads its tuning; the provider takes it from here too.
-        waitLockingTimeout: 1,
-        providers: [{ resolve: packageDir, id: "bridge", is_default: true, options: { url: env.bridge.url } }],
-      },
-    },
-    injectedDependencies: { logger },
+  locking = await bootstrapLocking({ MedusaModule, Modules }, {
+    providers: [{ resolve: packageDir, id: "bridge", is_default: true, options: { url: env.bridge.url } }],
+    // Module level, where stock reads its tuning; the provider takes it from here too.
+    moduleOptions: { waitLockingTimeout: 1 },
+    logger,
     cwd: compatDir,
   })
-  locking = modules[Modules.LOCKING]
   env.onClose(async () => {
     // Medusa 2.21.2 has no provider shutdown hook: close the client the loader made ourselves.
     await providerOf(locking)?.close()

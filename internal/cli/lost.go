@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/locktui/locktui/provider"
+)
+
+// lossReadTimeout bounds the read of Redis that explains a lost lease.
+const lossReadTimeout = time.Second
+
+// lostKeys are the keys a lost lease lost (all of its keys when the loss does not say).
+func lostKeys(lease *provider.Lease) []string {
+	var ce *provider.ConflictError
+	if errors.As(lease.Err(), &ce) && len(ce.Keys) > 0 {
+		return ce.Keys
+	}
+	return lease.Keys()
+}
+
+// lossCause is what ended a lost lease when the provider knows it: the last renewal error of a
+// lease that ran out at its deadline, or provider.ErrServerRestarted; nil when a renewal found
+// a key no longer the lease's (or the deadline passed before any renewal failed).
+func lossCause(lease *provider.Lease) error {
+	var ce *provider.ConflictError
+	if !errors.As(lease.Err(), &ce) {
+		return nil
+	}
+	for _, err := range ce.Unwrap() {
+		if err != ce.Kind {
+			return err
+		}
+	}
+	return nil
+}
+
+// explainLoss says why lease was lost, on a channel that gets one line: the Redis server
+// restarted; the lease expired at its deadline because its renewals failed or got no answer;
+// or, read from Redis now, each lost key was deleted, taken by another owner (named), or
+// replaced by a key of another type. The read is bounded by lossReadTimeout and runs in its own
+// goroutine.
+func explainLoss(ctx context.Context, p *provider.Provider, lease *provider.Lease) <-chan string {
+	out := make(chan string, 1)
+	cause := lossCause(lease)
+	switch {
+	case errors.Is(cause, provider.ErrServerRestarted):
+		out <- "the Redis server restarted or failed over, which may have lost the keys"
+		return out
+	case cause != nil && !errors.Is(cause, context.DeadlineExceeded):
+		out <- "the lease expired because its renewals failed (last error: " + oneLine(cause.Error()) + ")"
+		return out
+	case cause != nil || !time.Now().Before(lease.Deadline()):
+		// A renewal finds a key gone before the deadline; a loss at the deadline is an expiry.
+		out <- "the lease expired: no renewal was confirmed before its deadline (Redis could not be reached in time)"
+		return out
+	}
+	keys, owner := lostKeys(lease), lease.Owner()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lossReadTimeout)
+		defer cancel()
+		parts := make([]string, 0, len(keys))
+		for _, key := range keys {
+			l, ok, err := p.Get(ctx, key)
+			switch {
+			case err != nil:
+				parts = append(parts, fmt.Sprintf("%q could not be read to tell why (%s)", key, oneLine(err.Error())))
+			case !ok:
+				parts = append(parts, fmt.Sprintf("%q was deleted by another client", key))
+			case l.Foreign:
+				parts = append(parts, fmt.Sprintf("%q was replaced by a key of another type", key))
+			case l.Owner == owner:
+				parts = append(parts, fmt.Sprintf("no renewal of %q was confirmed before the lease's deadline", key))
+			default:
+				parts = append(parts, fmt.Sprintf("%q was taken by %q", key, l.Owner))
+			}
+		}
+		out <- strings.Join(parts, ", ")
+	}()
+	return out
+}
