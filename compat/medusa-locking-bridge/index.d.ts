@@ -127,9 +127,11 @@ export declare class BridgeLockingProvider {
   execute<T>(keys: string | string[], job: (signal: AbortSignal, fencing: Fencing) => Promise<T>, args?: ExecuteArgs, sharedContext?: unknown): Promise<T>
   /**
    * Takes every key for ownerId (default "*"); without awaitQueue a held key rejects at once with
-   * the conflict. Resolves undefined, or with args.fencing filled when given.
+   * the conflict. With args.fencing it fills that object with the keys' fencing tokens and
+   * resolves with it; without, it resolves undefined, as stock (ILockingProvider's signature).
    */
-  acquire(keys: string | string[], args?: AcquireArgs, sharedContext?: unknown): Promise<void | Fencing>
+  acquire(keys: string | string[], args: AcquireArgs & { fencing: Partial<Fencing> }, sharedContext?: unknown): Promise<Fencing>
+  acquire(keys: string | string[], args?: AcquireArgs, sharedContext?: unknown): Promise<void>
   /** Releases the keys ownerId (default "*") holds; true only when every key was released. */
   release(keys: string | string[], args?: ReleaseArgs, sharedContext?: unknown): Promise<boolean>
   /** Releases every key ownerId holds (default "*": only the anonymous owner's locks). */
