@@ -38,7 +38,7 @@
 // notify-keyspace-events), changed keys are re-read at once (two commands each, within the
 // same budget) and the poll slows to Config.KeyspacePoll. PING once a second; INFO server and
 // DBSIZE and CONFIG GET once per connection. An exact filter (/=KEY) reads
-// that key at once (GET and PTTL, outside the budget: the operator named it), so a stuck key is
+// that key at once (GET, PTTL and its holder record, outside the budget: the operator named it), so a stuck key is
 // found without waiting for the scan; while the first refresh runs, an empty table says how far
 // it is (keys examined of DBSIZE), never "no match". Lock events from pub/sub (package events) give waiters and
 // attempts per second per key (a subscription that fails, at start or after an outage, is
@@ -59,7 +59,8 @@
 // # Columns
 //
 // SEEN is the time since this console first saw the owner hold the key, not since it acquired
-// it (the records carry no acquire time yet). TTL counts down in tenths, never rounded up; a
+// it; the detail view shows the true HELD FOR from the lock's holder record, where there is one
+// (docs/fencing.md), and says so when there is none (a lock taken by stock Medusa). TTL counts down in tenths, never rounded up; a
 // key of another type without expiry reads "no expiry". GONE rows come after the live ones in
 // every order. Keys and owners too wide for their column are shortened in the middle, and the
 // line under the table shows the selected key and owner whole.

@@ -7,8 +7,9 @@
 //
 // SCAN … MATCH walks the whole database, not only the namespace, and examines about COUNT keys
 // per call whatever it returns. A full refresh of a database of K keys holding N locks
-// therefore costs about K/100 SCAN (COUNT 100) + N GET + N PTTL commands in about K/100 round
-// trips (one SCAN and one pipeline of GET and PTTL per batch: provider.ScanWith, the walk the
+// therefore costs about K/100 SCAN (COUNT 100) + N GET + N PTTL + N HGETALL (holder records)
+// commands in about K/100 round trips (one SCAN and one pipeline of GET, PTTL and HGETALL per
+// batch: provider.ScanWith, the walk the
 // CLI's list takes too, paced through its hook). Every read the console makes by
 // itself (refreshes and keyspace reads) draws from one token bucket of DefaultBudget units per
 // second, in which a SCAN is charged ScanCost (the 100 keys it examines) and a GET or PTTL one,
