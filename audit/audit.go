@@ -55,6 +55,9 @@ type Record struct {
 	Namespace string `json:"namespace"`
 	// Server is the Redis server, with any password redacted.
 	Server string `json:"server"`
+	// Holder, for a force-release, names the process it cut off, from the lock's holder
+	// record read just before (provider.Record.String); "" when the lock had none.
+	Holder string `json:"holder,omitempty"`
 }
 
 // Sink stores audit records. Implementations are safe for concurrent use.

@@ -51,28 +51,58 @@ func (r Released) Result() string {
 // compare-and-delete of the console's d and of release --owner) and records it as
 // ActionForceRelease. A key of another type is not deleted and is no error.
 func (r *Releaser) ForceRelease(ctx context.Context, key, owner string) Released {
+	holder := r.holder(ctx, key)
 	ok, err := r.Provider.ForceRelease(ctx, key, owner)
 	if err != nil && r.foreign(ctx, key) {
 		err = nil // WRONGTYPE: not a lock, so not held
 	}
-	return r.recordKey(ctx, ActionForceRelease, key, owner, ok, err)
+	return r.recordKey(ctx, ActionForceRelease, key, owner, holder.of(owner), ok, err)
 }
 
 // ForceReleaseAny deletes key whoever holds it (provider ForceReleaseAny: release --force) and
 // records it as ActionForceReleaseAny with the owner it had.
 func (r *Releaser) ForceReleaseAny(ctx context.Context, key string) Released {
+	holder := r.holder(ctx, key)
 	owner, ok, err := r.Provider.ForceReleaseAny(ctx, key)
-	return r.recordKey(ctx, ActionForceReleaseAny, key, owner, ok, err)
+	return r.recordKey(ctx, ActionForceReleaseAny, key, owner, holder.of(owner), ok, err)
 }
 
-// recordKey records the release of one key, deleted or not (ok), and returns its outcome.
-func (r *Releaser) recordKey(ctx context.Context, action, key, owner string, ok bool, err error) Released {
+// recordKey records the release of one key, deleted or not (ok), and returns its outcome;
+// holder names the process cut off ("" when unknown).
+func (r *Releaser) recordKey(ctx context.Context, action, key, owner, holder string, ok bool, err error) Released {
 	out := Released{Owner: owner, Err: err}
 	if ok {
 		out.Count = 1
 	}
-	out.AuditErr = r.record(ctx, Record{Action: action, Key: key, Owner: owner}, out)
+	if !ok {
+		holder = "" // nothing was cut off
+	}
+	out.AuditErr = r.record(ctx, Record{Action: action, Key: key, Owner: owner, Holder: holder}, out)
 	return out
+}
+
+// seenHolder is the lock a force-release is about to cut off, as read just before it.
+type seenHolder struct{ lock *provider.Lock }
+
+// holder reads key's lock and its holder record before a force-release, for the audit record
+// (a read that fails leaves the record without a holder: the release goes on).
+func (r *Releaser) holder(ctx context.Context, key string) seenHolder {
+	if r.Sink == nil {
+		return seenHolder{}
+	}
+	l, held, err := r.Provider.Get(ctx, key)
+	if err != nil || !held {
+		return seenHolder{}
+	}
+	return seenHolder{&l}
+}
+
+// of names the holder when owner, the owner released, is the one read.
+func (h seenHolder) of(owner string) string {
+	if h.lock == nil || h.lock.Record == nil || h.lock.Owner != owner {
+		return ""
+	}
+	return h.lock.Record.String()
 }
 
 // ReleaseOwner deletes every lock of owner (provider ReleaseAll: compare-and-unlink per key;

@@ -23,8 +23,9 @@ func (failingSink) Write(context.Context, audit.Record) error { return errors.Ne
 func TestReleaserRecordsEveryOutcome(t *testing.T) {
 	client := redistest.Start(t).Client(t)
 	ctx := t.Context()
-	p := provider.New(client, nil)
+	p := provider.New(client, &provider.Options{Holder: provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker"}})
 	require.NoError(t, p.Acquire(ctx, []string{"a", "b", "c"}, provider.AcquireOptions{Owner: "o1"}))
+	require.NoError(t, client.Set(ctx, p.RedisKey("stock"), "o3", 0).Err())
 	require.NoError(t, client.HSet(ctx, p.RedisKey("hash"), "f", "v").Err())
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	trail, err := audit.Open(audit.Options{Path: path, Stream: "audit:test", Client: client})
@@ -37,16 +38,19 @@ func TestReleaserRecordsEveryOutcome(t *testing.T) {
 	assert.Equal(t, audit.Released{Count: 0, Owner: "o1"}, r.ForceRelease(ctx, "hash", "o1"), "a key of another type is not held")
 	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ForceReleaseAny(ctx, "b"))
 	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ReleaseOwner(ctx, "o1"))
+	assert.Equal(t, audit.Released{Count: 1, Owner: "o3"}, r.ForceReleaseAny(ctx, "stock"))
 
 	entries, err := client.XRange(ctx, "audit:test", "-", "+").Result()
 	require.NoError(t, err)
-	require.Len(t, entries, 5, "every release is recorded, also those that deleted nothing")
-	want := []struct{ action, key, result string }{
-		{audit.ActionForceRelease, "a", audit.ResultNotHeld},
-		{audit.ActionForceRelease, "a", audit.ResultReleased},
-		{audit.ActionForceRelease, "hash", audit.ResultNotHeld},
-		{audit.ActionForceReleaseAny, "b", audit.ResultReleased},
-		{audit.ActionReleaseOwner, "", audit.ResultReleased},
+	require.Len(t, entries, 6, "every release is recorded, also those that deleted nothing")
+	const cutOff = `^medusa-worker \(pid 4242 on web-1, go client\), held since \S+Z, fencing token \d+$`
+	want := []struct{ action, key, result, holder string }{
+		{audit.ActionForceRelease, "a", audit.ResultNotHeld, ""},
+		{audit.ActionForceRelease, "a", audit.ResultReleased, cutOff},
+		{audit.ActionForceRelease, "hash", audit.ResultNotHeld, ""},
+		{audit.ActionForceReleaseAny, "b", audit.ResultReleased, cutOff},
+		{audit.ActionReleaseOwner, "", audit.ResultReleased, ""},
+		{audit.ActionForceReleaseAny, "stock", audit.ResultReleased, ""}, // a lock without a record
 	}
 	for i, e := range entries {
 		rec, err := audit.FromStream(e.Values)
@@ -54,11 +58,16 @@ func TestReleaserRecordsEveryOutcome(t *testing.T) {
 		assert.Equal(t, want[i].action, rec.Action, "record %d", i)
 		assert.Equal(t, want[i].key, rec.Key, "record %d", i)
 		assert.Equal(t, want[i].result, rec.Result, "record %d", i)
+		if want[i].holder == "" {
+			assert.Empty(t, rec.Holder, "record %d", i)
+		} else {
+			assert.Regexp(t, want[i].holder, rec.Holder, "record %d names the holder it cut off", i)
+		}
 		assert.Equal(t, "ana@ops", rec.Operator)
 		assert.Equal(t, "redis://x", rec.Server)
 		assert.WithinDuration(t, time.Now(), rec.Time, time.Minute)
 	}
-	assert.Len(t, readLines(t, path), 5, "the file has them too")
+	assert.Len(t, readLines(t, path), 6, "the file has them too")
 }
 
 func TestReleaserReportsAFailedRecordButReleases(t *testing.T) {

@@ -58,6 +58,7 @@ func (s *Stream) Write(ctx context.Context, r Record) error {
 			"count", strconv.Itoa(r.Count),
 			"namespace", r.Namespace,
 			"server", r.Server,
+			"holder", r.Holder,
 		},
 	}
 	if err := s.client.XAdd(ctx, args).Err(); err != nil {
@@ -79,5 +80,5 @@ func FromStream(values map[string]any) (Record, error) {
 	}
 	return Record{Time: t, Operator: str("operator"), Action: str("action"), Key: str("key"),
 		Owner: str("owner"), Result: str("result"), Count: count, Namespace: str("namespace"),
-		Server: str("server")}, nil
+		Server: str("server"), Holder: str("holder")}, nil
 }

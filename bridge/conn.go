@@ -13,6 +13,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"golang.org/x/time/rate"
+
+	"github.com/locktui/locktui/provider"
 )
 
 // Connection deadlines and buffers.
@@ -73,6 +75,7 @@ type conn struct {
 	s      *Server
 	ws     *websocket.Conn
 	token  Token
+	holder provider.Holder // the client's process, for the holder records (ClientHeader)
 	log    *slog.Logger
 	limits Limits
 	sess   *session

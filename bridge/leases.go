@@ -51,7 +51,7 @@ func leaseRenewals(keys []string, expire time.Duration) float64 {
 // lease takes a lease; t is its turn among the connection's waits, and the wait for it counts
 // against the request's timeout.
 func (c *conn) lease(ctx context.Context, req Request, renewals float64, t *turn) (any, *Error) {
-	opts := provider.LeaseOptions{Timeout: req.Timeout, Expire: c.leaseExpire(req.Expire)}
+	opts := provider.LeaseOptions{Timeout: req.Timeout, Expire: c.leaseExpire(req.Expire), Holder: c.holder}
 	if opts.Timeout == 0 {
 		opts.Timeout = defaultLeaseTimeout
 	}
@@ -104,7 +104,8 @@ func (c *conn) lease(ctx context.Context, req Request, renewals float64, t *turn
 	c.mu.Unlock()
 	c.s.metrics.leasesHeld.Inc()
 	go c.watch(id, e)
-	return leaseResult{Lease: id, Owner: l.Owner(), ValidMS: validMS(l)}, nil
+	return leaseResult{Lease: id, Owner: l.Owner(), ValidMS: validMS(l),
+		fencing: fencing{FencingToken: l.FencingToken(), FencingTokens: l.FencingTokens()}}, nil
 }
 
 // validMS is how long the lease's keys are certainly its own from now, in milliseconds.

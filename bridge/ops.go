@@ -259,12 +259,12 @@ func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) 
 	// A queued acquire keeps its turn until it is done (no Queued): acquires name their owner,
 	// and two waits of one owner that overlap could re-enter each other's keys, so that the
 	// give-back of the later one put back the earlier one's lock after both failed.
-	err := c.s.prov.Acquire(ctx, req.Keys, provider.AcquireOptions{
-		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim})
+	tokens, err := c.s.prov.AcquireTokens(ctx, req.Keys, provider.AcquireOptions{
+		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim, Holder: c.holder})
 	if err != nil {
 		return nil, mapError(ctx, err)
 	}
-	return emptyResult{}, nil
+	return fencing{FencingToken: provider.FencingTokenOf(tokens), FencingTokens: tokens}, nil
 }
 
 // checkRequest enforces the token's owner and key prefixes on every op that names them.

@@ -18,7 +18,10 @@ func TestAcquireAndRelease(t *testing.T) {
 	c := h.dial(testToken)
 	ctx := context.Background()
 
-	require.Empty(t, c.ok(req{"id": 1, "op": "acquire", "keys": []string{"b", "a"}, "owner": "o1", "expire": 9.5}))
+	taken := c.ok(req{"id": 1, "op": "acquire", "keys": []string{"b", "a"}, "owner": "o1", "expire": 9.5})
+	tokens := taken["fencing_tokens"].(map[string]any)
+	require.Len(t, tokens, 2)
+	require.Equal(t, tokens["a"], taken["fencing_token"], "the first key's token stands for them all")
 	require.Equal(t, "o1", h.owner("a"))
 	ttl := h.rdb.TTL(ctx, namespace+"a").Val()
 	require.Greater(t, ttl, 9*time.Second, "a fractional expire is rounded up")
@@ -29,10 +32,11 @@ func TestAcquireAndRelease(t *testing.T) {
 	require.Empty(t, h.owner("c"), "a failed acquire gives back what it took")
 	require.Equal(t, "conflict", c.fail(req{"id": 3, "op": "acquire", "keys": []string{"a"}}, "not_acquired", "").Error.Type)
 
-	require.Empty(t, c.ok(req{"id": 4, "op": "acquire", "keys": []string{"a"}, "owner": "o1"}), "the same owner re-enters")
+	require.Equal(t, req{"fencing_token": tokens["a"], "fencing_tokens": req{"a": tokens["a"]}},
+		c.ok(req{"id": 4, "op": "acquire", "keys": []string{"a"}, "owner": "o1"}), "the same owner re-enters, in the same hold")
 	require.Equal(t, time.Duration(-1), h.rdb.TTL(ctx, namespace+"a").Val(), "a re-acquire without expire clears the TTL")
 
-	require.Empty(t, c.ok(req{"id": "anon", "op": "acquire", "keys": []string{"n"}, "owner": nil}))
+	require.Positive(t, c.ok(req{"id": "anon", "op": "acquire", "keys": []string{"n"}, "owner": nil})["fencing_token"])
 	require.Equal(t, "*", h.owner("n"), "a null owner is the anonymous owner")
 
 	require.Equal(t, req{"released": false}, c.ok(req{"id": 5, "op": "release", "keys": []string{"a", "b"}, "owner": "o2"}))

@@ -134,7 +134,12 @@ type response struct {
 
 // Results of the ops.
 type (
-	emptyResult    struct{}
+	// fencing is a grant's fencing tokens (docs/fencing.md): every key's, and the one that
+	// stands for them all (provider.FencingTokenOf). JSON numbers, below 2^53.
+	fencing struct {
+		FencingToken  int64            `json:"fencing_token"`
+		FencingTokens map[string]int64 `json:"fencing_tokens"`
+	}
 	releasedResult struct {
 		Released bool `json:"released"`
 	}
@@ -148,6 +153,7 @@ type (
 		// LostMessage is the message of the lease's loss of every key (stock's "Lost the
 		// lock…", composed by the provider), for a client that finds the lease lost by itself.
 		LostMessage string `json:"lost_message,omitempty"`
+		fencing
 	}
 	cancelledResult struct {
 		Cancelled bool `json:"cancelled"`

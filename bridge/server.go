@@ -273,6 +273,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.nextConn++
 	c := newConn(s, ws, token, log.With("conn", s.nextConn))
+	c.holder = clientHolder(r)
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	s.mu.Unlock()

@@ -34,8 +34,11 @@ func TestResumeTellsWhatBecameOfTheRequestsInFlight(t *testing.T) {
 	n := h.dial(testToken)
 	res := n.ok(req{"id": 10, "op": "resume", "session": c.welcome.Session, "ids": []any{1, 2, 3}})
 	require.Equal(t, true, res["known"])
+	outcomes := res["outcomes"].([]any)
+	token := outcomes[0].(req)["reply"].(req)["result"].(req)["fencing_token"]
+	require.Positive(t, token, "the acquire's reply, as it was sent")
 	require.Equal(t, []any{
-		req{"id": float64(1), "state": "replied", "reply": req{"ok": true, "result": req{}}},
+		req{"id": float64(1), "state": "replied", "reply": req{"ok": true, "result": req{"fencing_token": token, "fencing_tokens": req{"anon": token}}}},
 		req{"id": float64(2), "state": "replied", "reply": req{"ok": true, "result": req{"released": true}}},
 		req{"id": float64(3), "state": "not_received"},
 	}, res["outcomes"])

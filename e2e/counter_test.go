@@ -53,7 +53,7 @@ const (
 
 // Environment of the helper command `locktui run` starts (this test binary, see TestMain).
 const (
-	helperEnv      = "LOCKTUI_E2E_HELPER" // the helper to run: "increment"
+	helperEnv      = "LOCKTUI_E2E_HELPER" // the helper to run: "increment" or "fenced-write"
 	helperRedisEnv = "LOCKTUI_E2E_REDIS"  // Redis URL
 	helperNameEnv  = "LOCKTUI_E2E_NAME"   // the name the helper appends to logKey
 )
@@ -198,7 +198,7 @@ func span(log []string, kinds string) (first, last int) {
 // runHelper runs the helper command name in this process (started by `locktui run`) and
 // returns its exit code.
 func runHelper(name string) int {
-	if name != "increment" {
+	if name != "increment" && name != "fenced-write" {
 		fmt.Fprintf(os.Stderr, "e2e helper: unknown helper %q\n", name)
 		return 2
 	}
@@ -209,6 +209,13 @@ func runHelper(name string) int {
 	}
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
+	if name == "fenced-write" {
+		if err := fencedWriteHelper(rdb, os.Getenv(helperNameEnv)); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e helper: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), lockWaitSeconds*time.Second)
 	defer cancel()
 	if err := increment(ctx, rdb, os.Getenv(helperNameEnv)); err != nil {

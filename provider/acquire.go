@@ -40,6 +40,9 @@ type AcquireOptions struct {
 	// later call re-enters what the earlier one took, and if both fail the later one's
 	// give-back puts back the earlier one's lock.
 	Queued func()
+	// Holder names the taking process in the holder records (a bridge passes its client's);
+	// the zero value writes Options.Holder.
+	Holder Holder
 }
 
 // Acquire takes every key for opts.Owner. Without AwaitQueue it fails at once with a
@@ -58,16 +61,29 @@ type AcquireOptions struct {
 // process within 2 ms of this call's write, with the same TTL, or without expiry on a lock this
 // call left without expiry, cannot be told from this call's own write.
 func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptions) error {
+	_, err := p.AcquireTokens(ctx, keys, opts)
+	return err
+}
+
+// AcquireTokens is Acquire that also returns the fencing token of every key it took (see
+// docs/fencing.md): a new one for a key that was free, the hold's own for a key its owner
+// already held. On failure the map is nil.
+func (p *Provider) AcquireTokens(ctx context.Context, keys []string, opts AcquireOptions) (map[string]int64, error) {
 	if len(keys) == 0 {
-		return nil
+		return nil, nil
 	}
-	h := newHoldings(ownerOrDefault(opts.Owner), opts.Claim)
+	h := p.newHoldings(ownerOrDefault(opts.Owner), opts.Claim, opts.Holder)
 	ttl := ttlSeconds(opts.Expire)
+	var err error
 	if opts.AwaitQueue {
-		_, err := p.acquireQueued(ctx, keys, h, ttl, opts.Queued)
-		return err
+		_, err = p.acquireQueued(ctx, keys, h, ttl, opts.Queued)
+	} else {
+		err = p.acquireOnce(ctx, keys, h, ttl)
 	}
-	return p.acquireOnce(ctx, keys, h, ttl)
+	if err != nil {
+		return nil, err
+	}
+	return h.tokens, nil
 }
 
 // acquireOnce tries every key once, in one pipeline, and rolls back on any failure.
@@ -122,12 +138,13 @@ const (
 // queue.go); and only a waiting call leaves a free key to others in their turn (share.go): a
 // try-once acquisition takes a free key, as stock's does. A resend by go-redis is harmless: its
 // second run re-enters what the first took, under the same claim, which a give-back undoes in
-// turn (a ticket is refreshed, not added twice); for the anonymous owner "*", which never
-// re-enters, the second run finds the key held and the call waits until its timeout gives the
-// key back.
+// turn (a ticket is refreshed, not added twice), and gets the same fencing token; for the
+// anonymous owner "*", which never re-enters, the second run finds the key held and the call
+// waits until its timeout gives the key back. The token of every key taken is noted in h.
 func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings, ttl int64, join bool) ([]int64, []error, error) {
 	ticketTTL := p.opts.QueueTicketTTL.Milliseconds()
-	return evalBatch(ctx, p, acquireScript, keys, mayResend, func(i int) []any {
+	who := h.holder.args()
+	grants, errs, err := evalBatch(ctx, p, acquireScript, keys, mayResend, func(i int) []any {
 		mode := queueIgnore
 		switch {
 		case !p.opts.FairQueue:
@@ -140,8 +157,31 @@ func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings,
 		if join {
 			turns = "1"
 		}
-		return []any{h.owner, ttl, h.claim, mode, ticketTTL, turns}
-	}, (*redis.Cmd).Int64)
+		return append([]any{h.owner, ttl, h.claim, mode, ticketTTL, turns}, who...)
+	}, parseGrant)
+	status := make([]int64, len(keys))
+	for i, g := range grants {
+		status[i] = g.status
+		if errs[i] == nil && !isHeld(g.status) {
+			h.tokens[keys[i]] = g.token
+		}
+	}
+	return status, errs, err
+}
+
+// grant is acquire.lua's reply: its status and, when the call holds the key, its fencing token.
+type grant struct{ status, token int64 }
+
+// parseGrant reads acquire.lua's reply {status, token}.
+func parseGrant(cmd *redis.Cmd) (grant, error) {
+	v, err := cmd.Int64Slice()
+	if err != nil {
+		return grant{}, err
+	}
+	if len(v) != 2 {
+		return grant{}, fmt.Errorf("acquire.lua replied %v, want {status, token}", v)
+	}
+	return grant{status: v[0], token: v[1]}, nil
 }
 
 // holdings is what an acquisition must undo if it fails: every key it sent acquire.lua for,
@@ -150,15 +190,19 @@ func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings,
 type holdings struct {
 	owner   string
 	claim   string
+	holder  Holder // the taking process, in the holder records
 	touched map[string]bool
+	tokens  map[string]int64 // the fencing token of every key an attempt took
 }
 
-// newHoldings starts the holdings of one call; claim "" gets a fresh one.
-func newHoldings(owner, claim string) *holdings {
+// newHoldings starts the holdings of one call; claim "" gets a fresh one, a zero holder the
+// Provider's (see Holder).
+func (p *Provider) newHoldings(owner, claim string, holder Holder) *holdings {
 	if claim == "" {
 		claim = NewClaim()
 	}
-	return &holdings{owner: owner, claim: claim, touched: map[string]bool{}}
+	return &holdings{owner: owner, claim: claim, holder: p.opts.Holder.forCall(holder),
+		touched: map[string]bool{}, tokens: map[string]int64{}}
 }
 
 // touch notes keys the call is about to send acquire.lua for.
@@ -181,11 +225,12 @@ func (h *holdings) unsent(keys []string, err error) {
 
 // detach moves keys out of h, into holdings of their own that the caller puts back at once.
 func (h *holdings) detach(keys []string) *holdings {
-	out := &holdings{owner: h.owner, claim: h.claim, touched: map[string]bool{}}
+	out := &holdings{owner: h.owner, claim: h.claim, holder: h.holder, touched: map[string]bool{}, tokens: map[string]int64{}}
 	for _, key := range keys {
 		if h.touched[key] {
 			out.touched[key] = true
 			delete(h.touched, key)
+			delete(h.tokens, key)
 		}
 	}
 	return out

@@ -17,30 +17,45 @@ import (
 // client and a plain client for each master.
 func startCluster(t *testing.T) (*redis.ClusterClient, []*redis.Client) {
 	t.Helper()
+	return startClusterOf(t, 2)
+}
+
+// startClusterOf starts a Redis Cluster of n masters (slots split evenly) and returns a cluster
+// client and a plain client for each master.
+func startClusterOf(t *testing.T, n int) (*redis.ClusterClient, []*redis.Client) {
+	t.Helper()
 	cfg := redistest.Config{Args: []string{"--cluster-enabled", "yes"}}
-	a, b := redistest.StartWith(t, cfg), redistest.StartWith(t, cfg)
-	ca, cb := a.Client(t), b.Client(t)
 	c := ctx(t)
-	require.NoError(t, ca.ClusterAddSlotsRange(c, 0, 8191).Err())
-	require.NoError(t, cb.ClusterAddSlotsRange(c, 8192, 16383).Err())
-	host, port, _ := strings.Cut(b.Addr, ":")
-	require.NoError(t, ca.Do(c, "CLUSTER", "MEET", host, port).Err())
+	var nodes []*redis.Client
+	var addrs []string
+	for i := range n {
+		srv := redistest.StartWith(t, cfg)
+		node := srv.Client(t)
+		first, last := i*16384/n, (i+1)*16384/n-1
+		require.NoError(t, node.ClusterAddSlotsRange(c, first, last).Err())
+		if i > 0 {
+			host, port, _ := strings.Cut(srv.Addr, ":")
+			require.NoError(t, nodes[0].Do(c, "CLUSTER", "MEET", host, port).Err())
+		}
+		nodes, addrs = append(nodes, node), append(addrs, srv.Addr)
+	}
+	known := fmt.Sprintf("cluster_known_nodes:%d", n)
 	require.Eventually(t, func() bool {
-		for _, n := range []*redis.Client{ca, cb} {
-			info, err := n.ClusterInfo(c).Result()
-			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:2") {
+		for _, node := range nodes {
+			info, err := node.ClusterInfo(c).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known) {
 				return false
 			}
 		}
 		return true
 	}, wait, 20*time.Millisecond)
-	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{a.Addr, b.Addr}})
+	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	t.Cleanup(func() { _ = cl.Close() })
 	require.Eventually(t, func() bool {
 		cl.ReloadState(c)
 		return cl.Ping(c).Err() == nil
 	}, wait, 20*time.Millisecond)
-	return cl, []*redis.Client{ca, cb}
+	return cl, nodes
 }
 
 // On a Cluster every key is its own slot-safe script call, and ReleaseAll, List and Scan walk

@@ -35,11 +35,17 @@
 // namespace, in the lock's Cluster slot ("locktui:{<redis key>}:holder"), written by the same
 // script, expiring and deleted with the lock: the owner, the claim (the id of the acquisition
 // call, AcquireOptions.Claim), the expiry that call left and, for a re-entry, what the lock was
-// before. A give-back undoes a call only where the record still names it, and Settle tells a
-// caller that lost a reply whether its acquisition holds the keys; HolderRecord reads one (locktui
-// get shows it), and says whether it still describes the lock. Stock processes and stock's
-// releaseAll never see the records (a lock without expiry that a stock process deletes leaves
-// its record behind until the key is next taken here).
+// before; and who holds it (Options.Holder: host, pid, program, client kind), since when in
+// Redis time, under which fencing token (Record, Lock.Record). A give-back undoes a call only
+// where the record still names it, and Settle tells a caller that lost a reply whether its
+// acquisition holds the keys; HolderRecord reads one (locktui get shows it), and says whether it
+// still describes the lock. Stock processes and stock's releaseAll never see the records (a lock
+// without expiry that a stock process deletes leaves its record behind until the key is next
+// taken here; Lock.Record ignores a record of another owner).
+//
+// Fencing tokens: every acquisition that takes a free key gets a token strictly greater than
+// every earlier one on that key (fence.go, docs/fencing.md): Lease.FencingToken,
+// FencingToken(ctx) in an Execute job, AcquireTokens.
 //
 // Deliberate differences from stock, at the Go API: a TTL that is not a whole number of seconds
 // is rounded up instead of failing with a Redis error; a lease key replaced by a value of another

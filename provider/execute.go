@@ -22,7 +22,8 @@ type ExecuteOptions struct {
 // as its cause and, unless job returns an error of its own, Execute returns the loss (matching
 // ErrLockLost). The job's own error is returned unchanged. A failure to release after the job is
 // logged, not returned (stock returns it): the job did run, and the keys expire with their lease.
-// Execute needs at least one key and a job (else ErrInvalidArgument).
+// Execute needs at least one key and a job (else ErrInvalidArgument). The job reads the lease's
+// fencing tokens from its ctx with FencingToken and FencingTokens.
 func (p *Provider) Execute(ctx context.Context, keys []string, job func(ctx context.Context) error, opts ExecuteOptions) error {
 	if job == nil {
 		return fmt.Errorf("%w: execute needs a job", ErrInvalidArgument)
@@ -37,7 +38,7 @@ func (p *Provider) Execute(ctx context.Context, keys []string, job func(ctx cont
 				"keys", lease.keys, "owner", lease.owner, "error", err)
 		}
 	}()
-	jobCtx, cancelJob := context.WithCancelCause(ctx)
+	jobCtx, cancelJob := context.WithCancelCause(context.WithValue(ctx, fenceCtxKey{}, lease))
 	defer cancelJob(nil)
 	stopWatch := context.AfterFunc(lease.ctx, func() {
 		if lost := lease.Err(); lost != nil {

@@ -31,7 +31,13 @@ func Listening(p *Provider) bool {
 }
 
 // ScriptPrelude is what the provider puts in front of lib.lua in every script.
-var ScriptPrelude = shareConstants
+var ScriptPrelude = scriptPrelude
+
+// FenceKey is the key of the fence of lock key rk (fence.go). For tests only.
+var FenceKey = fenceKey
+
+// RecordKey is the key of the holder record of lock key rk. For tests only.
+var RecordKey = recordKey
 
 // ShareKey is the key of the share record of lock key rk (share.go). For tests only.
 var ShareKey = shareKey
@@ -43,3 +49,7 @@ func QueuedCalls(p *Provider) int {
 	defer p.batch.mu.Unlock()
 	return len(p.batch.queue)
 }
+
+// QueueKeys are the keys of the wait queue of lock key rk and of its tickets (queue.go). For
+// tests only.
+var QueueKeys = queueKeys

@@ -28,6 +28,9 @@ type Lock struct {
 	TTL time.Duration
 	// Foreign is true for a key under the namespace that is not a lock (not a string).
 	Foreign bool
+	// Record is the lock's holder record: nil when the lock has none (taken by stock Medusa,
+	// or by a version of this project that wrote none).
+	Record *Record
 }
 
 // ScanCount is the COUNT hint of every SCAN the provider sends: the size of a batch. SCAN walks
@@ -38,7 +41,8 @@ const ScanCount = 100
 // ScanOptions tune ScanWith. The zero value walks as fast as Redis answers.
 type ScanOptions struct {
 	// Pace is called before each round trip with what it is about to send: scans SCANs (each
-	// examining about ScanCount keys of the database) and reads GETs and PTTLs. It may wait (a
+	// examining about ScanCount keys of the database) and reads GETs, PTTLs and HGETALLs of
+	// holder records. It may wait (a
 	// budget: the console's) and its error ends the walk. On a Cluster it is called
 	// concurrently for the masters. nil: no pacing.
 	Pace func(ctx context.Context, scans, reads int) error
@@ -50,7 +54,7 @@ func (p *Provider) Scan(ctx context.Context, fn func([]Lock) error) error {
 }
 
 // ScanWith walks every lock under the namespace with SCAN … MATCH <namespace>* and calls fn with
-// each batch, read with one pipeline of GET and PTTL per batch; the SCAN for the next batch
+// each batch, read with one pipeline of GET, PTTL and HGETALL (the holder record) per batch; the SCAN for the next batch
 // rides in that pipeline, so a walk takes one round trip per batch plus one. A key of another
 // type is reported as Foreign instead of failing the walk; a key that vanished between SCAN and
 // the reads is left out. fn is never called concurrently (the masters of a Cluster are scanned
@@ -75,7 +79,7 @@ func (p *Provider) ScanWith(ctx context.Context, opts ScanOptions, fn func([]Loc
 			if cursor != 0 {
 				more = 1 // the SCAN for the next batch
 			}
-			if err := pace(ctx, more, 2*len(redisKeys)); err != nil {
+			if err := pace(ctx, more, ReadsPerKey*len(redisKeys)); err != nil {
 				return err
 			}
 			pipe := node.Pipeline()
@@ -148,8 +152,9 @@ func (p *Provider) Get(ctx context.Context, key string) (lock Lock, ok bool, err
 	return found[0], true, nil
 }
 
-// Read reads keys (without namespace) with one pipeline of GET and PTTL: the locks found, and
-// the keys that do not exist. A key of another type is a Foreign lock.
+// Read reads keys (without namespace) with one pipeline of GET, PTTL and HGETALL (the holder
+// record, in the lock's slot): the locks found, and the keys that do not exist. A key of
+// another type is a Foreign lock.
 func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absent []string, err error) {
 	if len(keys) == 0 {
 		return nil, nil, nil
@@ -160,14 +165,21 @@ func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absen
 	return parse()
 }
 
-// queueReads queues a GET and a PTTL per key on pipe and returns the function that parses them
-// after Exec: a key of another type is Foreign, a key that vanished between the reads is absent.
+// ReadsPerKey is the number of commands Read and ScanWith send per key read: GET, PTTL and
+// HGETALL of the holder record.
+const ReadsPerKey = 3
+
+// queueReads queues a GET, a PTTL and an HGETALL of the holder record per key on pipe and
+// returns the function that parses them after Exec: a key of another type is Foreign, a key
+// that vanished between the reads is absent.
 func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []string) func() ([]Lock, []string, error) {
 	gets := make([]*redis.StringCmd, len(keys))
 	ttls := make([]*redis.DurationCmd, len(keys))
+	recs := make([]*redis.MapStringStringCmd, len(keys))
 	for i, key := range keys {
 		gets[i] = pipe.Get(ctx, p.RedisKey(key))
 		ttls[i] = pipe.PTTL(ctx, p.RedisKey(key))
+		recs[i] = pipe.HGetAll(ctx, recordKey(p.RedisKey(key)))
 	}
 	return func() (found []Lock, absent []string, _ error) {
 		found = make([]Lock, 0, len(keys))
@@ -196,6 +208,9 @@ func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []
 				l.TTL = NoExpiry
 			default:
 				l.TTL = ttl
+			}
+			if fields, err := recs[i].Result(); err == nil && !l.Foreign {
+				l.Record = parseRecord(fields, l.Owner)
 			}
 			found = append(found, l)
 		}

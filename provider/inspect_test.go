@@ -153,7 +153,7 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, got, n)
-	require.Equal(t, 2*got, reads, "a GET and a PTTL per key read, each told to Pace")
+	require.Equal(t, 3*got, reads, "a GET, a PTTL and an HGETALL of the holder record per key read, each told to Pace")
 	require.Equal(t, scans+1, trips, "each SCAN after the first rides with the reads of the batch before")
 
 	stop := errors.New("over budget")

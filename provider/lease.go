@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -27,6 +28,9 @@ type LeaseOptions struct {
 	// connection's) starts the next call then: the first call sent wins a free key and, with
 	// the fair queue, the calls are granted in the order sent. It must not block.
 	Queued func()
+	// Holder names the taking process in the holder records (a bridge passes its client's);
+	// the zero value writes Options.Holder.
+	Holder Holder
 }
 
 // Lease is a set of keys held under one owner and renewed in the background until Release, or
@@ -40,8 +44,9 @@ type Lease struct {
 	keys     []string // sorted, without namespace
 	order    []string // the caller's order, de-duplicated: for messages
 	owner    string
-	claim    string // the acquisition's, in the holder records
-	resend   resend // sendOnce when the owner may be shared (LeaseOptions.Owner)
+	claim    string           // the acquisition's, in the holder records
+	tokens   map[string]int64 // the fencing token of every key
+	resend   resend           // sendOnce when the owner may be shared (LeaseOptions.Owner)
 	ttl      int64
 	interval time.Duration
 	acquired time.Time
@@ -112,7 +117,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	timeoutErr := timedOut(sorted)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
 	defer cancel()
-	h, confirmed, err := p.acquireInTime(waitCtx, sorted, owner, ttl, opts.Queued)
+	h, confirmed, err := p.acquireInTime(waitCtx, sorted, owner, ttl, opts.Queued, opts.Holder)
 	if err != nil {
 		return nil, endedBy(err, timeoutErr)
 	}
@@ -122,6 +127,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 		order:    uniqueInOrder(keys),
 		owner:    owner,
 		claim:    h.claim,
+		tokens:   h.tokens,
 		resend:   mayResend,
 		ttl:      ttl,
 		interval: max(time.Duration(ttl)*time.Second/3, MinRenewInterval),
@@ -146,10 +152,10 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 // time its deadline counts from. A grant whose reply came back after that deadline (a slow
 // link) is given back, claim-checked, and the keys are tried again under a new claim until ctx
 // ends: the holder must never start believing when Redis may already have expired a key.
-// queued is LeaseOptions.Queued.
-func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func()) (*holdings, time.Time, error) {
+// queued and holder are LeaseOptions.Queued and LeaseOptions.Holder.
+func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func(), holder Holder) (*holdings, time.Time, error) {
 	for {
-		h := newHoldings(owner, "")
+		h := p.newHoldings(owner, "", holder)
 		confirmed, err := p.acquireQueued(ctx, keys, h, ttl, queued)
 		queued = nil // called by the first try
 		if err != nil {
@@ -251,6 +257,15 @@ func (l *Lease) Keys() []string { return slices.Clone(l.keys) }
 
 // Owner returns the lease's owner id.
 func (l *Lease) Owner() string { return l.owner }
+
+// FencingToken returns the lease's fencing token (see docs/fencing.md): the token of its key,
+// or, for a lease of several keys, of the first of Keys (each key has its own: FencingTokens).
+// Pass it with every write to a store that checks it, so that a write made after the lease was
+// lost, by a holder that did not notice in time, is refused once a later holder wrote.
+func (l *Lease) FencingToken() int64 { return FencingTokenOf(l.tokens) }
+
+// FencingTokens returns the fencing token of every key of the lease.
+func (l *Lease) FencingTokens() map[string]int64 { return maps.Clone(l.tokens) }
 
 // Done is closed when the lease is lost or released.
 func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }

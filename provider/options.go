@@ -75,6 +75,10 @@ type Options struct {
 	Observer Observer
 	// Logger receives warnings (failed renewals, failed clean-ups). Default slog.Default().
 	Logger *slog.Logger
+	// Holder names this process in the holder record of every lock it takes (see Record):
+	// default this host's name, this process's id, the executable's file name as Program (set
+	// a service name here) and ClientGo. Empty fields take their default.
+	Holder Holder
 }
 
 // Waker ends a wait between two acquisition attempts early. Implementations return when the key
@@ -193,5 +197,6 @@ func (o *Options) withDefaults() Options {
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
+	out.Holder = out.Holder.withDefaults(thisProcess())
 	return out
 }

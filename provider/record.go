@@ -32,6 +32,9 @@ type HolderRecord struct {
 	Current bool
 	// Fields are every field of the record as stored, the ones above included.
 	Fields map[string]string
+	// Hold is who holds the lock, since when and under which fencing token, read from Fields
+	// (as Lock.Record); nil for a record written before this project kept them.
+	Hold *Record
 }
 
 // expiryTolerance is how far, in milliseconds, a record's expiry may be from the lock's and still
@@ -56,6 +59,9 @@ func (p *Provider) HolderRecord(ctx context.Context, key string) (rec HolderReco
 		return HolderRecord{}, false, nil
 	}
 	rec.Owner, rec.Claim, rec.Reentered = rec.Fields["owner"], rec.Fields["claim"], rec.Fields["re"] == "1"
+	if _, ok := rec.Fields["fence"]; ok {
+		rec.Hold = parseRecord(rec.Fields, rec.Owner)
+	}
 	recAt, atErr := strconv.ParseInt(rec.Fields["at"], 10, 64)
 	if atErr == nil && recAt >= 0 {
 		rec.ExpireAt = time.UnixMilli(recAt)

@@ -51,16 +51,19 @@ const (
 )
 
 // script is one Lua script of scripts/, with lib.lua in front. Every script runs on one lock
-// key, its holder record, its wait queue, the queue's tickets and its share record (KEYS[1] to
-// KEYS[5], all in the lock's slot), so it is atomic and slot-safe on a Cluster. Its last argument is the
+// key, its holder record, its wait queue, the queue's tickets, its share record and its fence
+// (KEYS[1] to KEYS[6], all in the lock's slot), so it is atomic and slot-safe on a Cluster. Its last argument is the
 // wake-up channel (FreeChannel), on which the scripts that free a lock announce it.
 type script struct {
 	src string
 	sha string
 }
 
+// scriptPrelude defines, in front of lib.lua, the constants the scripts share with Go.
+var scriptPrelude = shareConstants + fenceConstants
+
 func newScript(body string) *script {
-	src := shareConstants + libSrc + body
+	src := scriptPrelude + libSrc + body
 	sum := sha1.Sum([]byte(src))
 	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
@@ -72,7 +75,7 @@ func (s *script) cmd(ctx context.Context, rk string, full bool, args []any) *red
 		name, body = "eval", s.src
 	}
 	q, t := queueKeys(rk)
-	return redis.NewCmd(ctx, append([]any{name, body, 5, rk, recordKey(rk), q, t, shareKey(rk)}, args...)...)
+	return redis.NewCmd(ctx, append([]any{name, body, 6, rk, recordKey(rk), q, t, shareKey(rk), fenceKey(rk)}, args...)...)
 }
 
 // queueKeys are the keys of the wait queue of lock key rk and of its tickets (see queue.go):

@@ -337,7 +337,7 @@ type lookup struct {
 	err   error
 }
 
-// lookupKey reads key at once (GET and PTTL, outside the budget: the operator asked for it by
+// lookupKey reads key at once (GET, PTTL and holder record, outside the budget: the operator asked for it by
 // name) and hands it to the hub, so an exact filter shows its key without waiting for a scan.
 func (m *model) lookupKey(key string) tea.Cmd {
 	gen := m.lookup.gen + 1

@@ -26,7 +26,7 @@
 //
 // # Data and cost
 //
-// The lock table comes from full refreshes (SCAN … MATCH plus GET and PTTL per lock, paced to
+// The lock table comes from full refreshes (SCAN … MATCH plus GET, PTTL and the holder record per lock, paced to
 // Config.Budget) and, when the server publishes keyspace notifications, from the re-read of each
 // notified key, with TTLs counting down locally and a full refresh only to repair drift. What
 // that costs, the budget and the measured numbers are stated once, in docs/console-cost.md. An
@@ -51,7 +51,8 @@
 // # Columns
 //
 // SEEN is the time since this console first saw the owner hold the key, not since it acquired
-// it (the records carry no acquire time yet). TTL counts down in tenths, never rounded up; a
+// it; the detail view shows the true HELD FOR from the lock's holder record, where there is one
+// (docs/fencing.md), and says so when there is none (a lock taken by stock Medusa). TTL counts down in tenths, never rounded up; a
 // key of another type without expiry reads "no expiry". GONE rows come after the live ones in
 // every order. Keys and owners too wide for their column are shortened in the middle, and the
 // line under the table shows the selected key and owner whole.

@@ -19,14 +19,17 @@ var update = flag.Bool("update", false, "rewrite the golden screens in testdata/
 
 // operatorStore is what an operator meets at 3 a.m.: cart locks whose ids differ only at their
 // end, a stuck NO TTL owner, the empty owner, an owner with a terminal escape, a key of another
-// type, and locks that just went away.
+// type, and locks that just went away; the cart lock the detail shows has a holder record held
+// for hours, which the console has seen for five minutes.
 func operatorStore() *store.Store {
 	s := store.New()
 	exec := "execute:0b5a3c1e-0000-4000-8000-0000000000"
 	locks := []provider.Lock{
 		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1AB", Owner: exec + "01", TTL: 42 * time.Second},
 		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1CD", Owner: exec + "02", TTL: 800 * time.Millisecond},
-		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1EF", Owner: exec + "03", TTL: 55 * time.Second},
+		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1EF", Owner: exec + "03", TTL: 55 * time.Second, Record: &provider.Record{
+			Holder:     provider.Holder{Host: "ip-10-0-12-34", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge},
+			AcquiredAt: clock.Add(-3 * time.Hour), FencingToken: 1796180000000001}},
 		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1GH", Owner: exec + "04", TTL: 58 * time.Second},
 		{Key: "k-stuck", Owner: "worker-crashed", TTL: provider.NoExpiry},
 		{Key: "migration-scripts-running", Owner: "", TTL: provider.NoExpiry},

@@ -62,7 +62,7 @@ func TestSamplingStatesItsCost(t *testing.T) {
 	assert.Equal(t, "stuck:job", m.sampler.Keys()[0], "the selected key first")
 	assert.Len(t, m.sampler.Keys(), 4, "the keys on screen")
 	out := screen(m)
-	assert.Contains(t, out, "sampling 30s: +33 cmds/s", "4 keys × 2 commands × 4/s + INFO")
+	assert.Contains(t, out, "sampling 30s: +49 cmds/s", "4 keys × 3 commands × 4/s + INFO")
 	press(m, "p")
 	assert.Nil(t, m.sampler)
 	assert.Contains(t, screen(m), "sampling stopped")

@@ -40,6 +40,12 @@ export interface BridgeLockingOptions {
    * timeout_ms - timeout_ms/4, whatever this interval.
    */
   heartbeatIntervalMs?: number
+  /**
+   * Program or service name written, with this host and pid, in the holder record of every lock
+   * this client takes (the console and `locktui get` show it). Default: the file name of the
+   * script Node runs (process.argv[1]), else process.title.
+   */
+  program?: string
   /** Extra options for the `ws` WebSocket client (for example `ca` for a private TLS CA). */
   wsOptions?: Record<string, unknown>
   /** Logger for connection events and lost leases (createBridgeLockingProvider only; Medusa passes its own). */
@@ -54,6 +60,18 @@ export interface ExecuteArgs {
   expire?: number
 }
 
+/**
+ * The fencing tokens of a hold (see docs/fencing.md): integers below 2^53 (exact as numbers) that
+ * increase strictly per key across every holder. A bridge older than tokens sends none:
+ * fencingToken is then undefined and fencingTokens empty.
+ */
+export interface Fencing {
+  /** The token that stands for every key: the first key's in sorted order (the only one for one key). */
+  fencingToken?: number
+  /** Each key's token. */
+  fencingTokens: Record<string, number>
+}
+
 /** Arguments of acquire, as ILockingProvider's (the Locking module passes awaitQueue through). */
 export interface AcquireArgs {
   /** Owner of the locks; null or undefined means the anonymous owner "*". */
@@ -62,6 +80,12 @@ export interface AcquireArgs {
   expire?: number
   /** Wait until every key is free (no deadline, as stock) instead of failing at once. */
   awaitQueue?: boolean
+  /**
+   * An object that acquire fills with the fencing tokens of the keys it took, and resolves with
+   * (without it acquire resolves undefined, as stock does). Through Medusa's Locking module,
+   * which resolves undefined, read it from this object.
+   */
+  fencing?: Partial<Fencing>
   [key: string]: unknown
 }
 
@@ -97,10 +121,16 @@ export declare class BridgeLockingProvider {
   waitLockingTimeout: number
   /**
    * Runs job while holding every key. The job always gets a signal (also for an empty key list),
-   * aborted with the "Lost the lock" conflict when the lease is lost.
+   * aborted with the "Lost the lock" conflict when the lease is lost, and the lease's fencing
+   * tokens (empty for an empty key list).
    */
-  execute<T>(keys: string | string[], job: (signal: AbortSignal) => Promise<T>, args?: ExecuteArgs, sharedContext?: unknown): Promise<T>
-  /** Takes every key for ownerId (default "*"); without awaitQueue a held key rejects at once with the conflict. */
+  execute<T>(keys: string | string[], job: (signal: AbortSignal, fencing: Fencing) => Promise<T>, args?: ExecuteArgs, sharedContext?: unknown): Promise<T>
+  /**
+   * Takes every key for ownerId (default "*"); without awaitQueue a held key rejects at once with
+   * the conflict. With args.fencing it fills that object with the keys' fencing tokens and
+   * resolves with it; without, it resolves undefined, as stock (ILockingProvider's signature).
+   */
+  acquire(keys: string | string[], args: AcquireArgs & { fencing: Partial<Fencing> }, sharedContext?: unknown): Promise<Fencing>
   acquire(keys: string | string[], args?: AcquireArgs, sharedContext?: unknown): Promise<void>
   /** Releases the keys ownerId (default "*") holds; true only when every key was released. */
   release(keys: string | string[], args?: ReleaseArgs, sharedContext?: unknown): Promise<boolean>

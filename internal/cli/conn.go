@@ -88,7 +88,8 @@ func (s *session) connect(ctx context.Context, o *options, observers ...provider
 	c := &conn{client: client}
 	warnings := slog.New(&warnHandler{w: s.stderr, skip: c.isReportedLoss})
 	c.restoreLog = redisconn.LogTo(warnings)
-	opts := &provider.Options{Namespace: o.namespace, Logger: warnings, FairQueue: o.fairQueue}
+	opts := &provider.Options{Namespace: o.namespace, Logger: warnings, FairQueue: o.fairQueue,
+		Holder: provider.Holder{Client: provider.ClientCLI}}
 	if s.app.NewObserver != nil {
 		var obs provider.Observer
 		obs, c.closer = s.app.NewObserver(client, o.namespace)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,8 +173,15 @@ func (info lockInfo) writeText(w io.Writer) error {
 		current = "no: the lock changed since the record was written (by a client that writes none, such as stock Medusa), or is gone"
 	}
 	line("  current", current)
+	shown := []string{"owner", "claim", "at", "re"}
+	if h := r.Hold; h != nil {
+		shown = append(shown, "host", "pid", "prog", "kind", "since", "fence")
+		line("  holder", h.Holder.String())
+		line("  acquired", h.AcquiredAt.UTC().Format(time.RFC3339Nano)+" (Redis time)")
+		line("  fencing", strconv.FormatInt(h.FencingToken, 10))
+	}
 	for _, k := range slices.Sorted(maps.Keys(r.Fields)) {
-		if !slices.Contains([]string{"owner", "claim", "at", "re"}, k) {
+		if !slices.Contains(shown, k) {
 			line("  "+display(k), display(r.Fields[k]))
 		}
 	}

@@ -26,6 +26,9 @@ type lockJSON struct {
 	TTLms int64 `json:"ttl_ms"`
 	// Foreign marks a key under the namespace that is not a lock; absent for locks.
 	Foreign bool `json:"foreign,omitempty"`
+	// Holder is the lock's holder record (who holds it, since when, its fencing token); null
+	// for a lock taken by a client that writes none (stock Medusa).
+	Holder *holderJSON `json:"holder"`
 }
 
 func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
@@ -89,7 +92,8 @@ func (o *options) filtered() bool { return o.set["match"] || o.set["owner"] || o
 func writeJSON(w io.Writer, locks []provider.Lock) error {
 	out := make([]lockJSON, 0, len(locks))
 	for _, l := range locks {
-		out = append(out, lockJSON{Key: l.Key, RedisKey: l.RedisKey, Owner: l.Owner, TTLms: ttlMillis(l.TTL), Foreign: l.Foreign})
+		out = append(out, lockJSON{Key: l.Key, RedisKey: l.RedisKey, Owner: l.Owner, TTLms: ttlMillis(l.TTL), Foreign: l.Foreign,
+			Holder: holderJSONOf(l.Record)})
 	}
 	return json.NewEncoder(w).Encode(out)
 }

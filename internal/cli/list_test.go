@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,14 +70,24 @@ func TestListJSON(t *testing.T) {
 	ttl := func(i int) float64 { return got[i]["ttl_ms"].(float64) }
 	require.InDelta(t, 30000, ttl(0), 2000)
 	require.InDelta(t, 60000, ttl(2), 2000)
+	for i, g := range got[:3] {
+		h := g["holder"].(map[string]any)
+		require.Equal(t, float64(os.Getpid()), h["pid"], "the record names the process that took the lock")
+		require.Equal(t, "go", h["client"])
+		require.Positive(t, h["fencing_token"])
+		require.InDelta(t, time.Now().UnixMilli(), h["acquired_at_ms"], float64(time.Minute.Milliseconds()))
+		require.Contains(t, h, "host")
+		require.Contains(t, h, "program")
+		got[i]["holder"] = "record"
+	}
 	for _, g := range got {
 		delete(g, "ttl_ms")
 	}
 	require.Equal(t, []map[string]any{
-		{"key": "a", "redis_key": "medusa_lock:a", "owner": "*"},
-		{"key": "cart:1", "redis_key": "medusa_lock:cart:1", "owner": "worker 1"},
-		{"key": "cart:2", "redis_key": "medusa_lock:cart:2", "owner": "execute:abc"},
-		{"key": "queue", "redis_key": "medusa_lock:queue", "owner": "", "foreign": true},
+		{"key": "a", "redis_key": "medusa_lock:a", "owner": "*", "holder": "record"},
+		{"key": "cart:1", "redis_key": "medusa_lock:cart:1", "owner": "worker 1", "holder": "record"},
+		{"key": "cart:2", "redis_key": "medusa_lock:cart:2", "owner": "execute:abc", "holder": "record"},
+		{"key": "queue", "redis_key": "medusa_lock:queue", "owner": "", "foreign": true, "holder": nil},
 	}, got)
 
 	var raw []struct {
@@ -92,7 +103,7 @@ func TestListOtherNamespace(t *testing.T) {
 	seed(t, e)
 	r := run(t, "list", "--json", "--namespace", "other:", "--redis", e.srv.URL)
 	requireCode(t, r, cli.ExitOK)
-	require.JSONEq(t, `[{"key":"k","redis_key":"other:k","owner":"o","ttl_ms":-1}]`, r.stdout)
+	require.JSONEq(t, `[{"key":"k","redis_key":"other:k","owner":"o","ttl_ms":-1,"holder":null}]`, r.stdout)
 }
 
 // --match, --owner and --no-ttl keep the keys that pass all of them, in the table and in JSON.

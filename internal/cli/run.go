@@ -72,6 +72,7 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return code
 	}
 	c.reportsLoss(lease)
+	cmd.Env = leaseEnv(lease)
 	waited, err := startCommand(cmd)
 	if err != nil {
 		s.releaseLease(ctx, lease)

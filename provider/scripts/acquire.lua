@@ -9,9 +9,12 @@
 -- ARGV[6] is '1' for the attempts of a waiting call: only those leave a free lock to processes
 -- that write no holder record in their turn (see lib.lua, stock's turns); a try-once
 -- acquisition takes a free lock, as stock's does.
--- Returns 1 for a fresh lock, 0 when someone else holds it (or is ahead in the queue), 2 for a
--- re-entry by the same owner, -n when the lock is free but left to others for n more ms, and 3
--- when it is held by a process that writes no holder record whose turn is over.
+-- ARGV[7] to ARGV[10] name the taking process in the record: host, pid, program, client kind.
+-- Returns {status, fencing token}: status 1 for a fresh lock (with a new token), 0 when someone
+-- else holds it (or is ahead in the queue), 2 for a re-entry by the same owner (with the hold's
+-- token, or a new one when the hold has none), -n when the lock is free but left to others for n
+-- more ms, and 3 when it is held by a process that writes no holder record whose turn is over;
+-- the token is 0 unless the call holds the lock.
 local ttl = tonumber(ARGV[2])
 local mode = ARGV[4]
 local fair = mode == 'join' or mode == 'check'
@@ -19,7 +22,12 @@ local function held(status)
   if mode == 'join' then
     joinQueue(ARGV[3], tonumber(ARGV[5]))
   end
-  return status or 0
+  return {status or 0, 0}
+end
+local function holdRecord(rec, since, fence)
+  rec.host, rec.pid, rec.prog, rec.kind = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+  rec.since, rec.fence = since or string.format('%.0f', nowMs()), fence or string.format('%.0f', nextFence())
+  return rec
 end
 local queued = false -- the queue is not empty: the caller's ticket may be in it
 if fair then
@@ -46,12 +54,13 @@ else
   ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
 end
 if ok then
-  writeRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1])})
+  local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1])})
+  writeRecord(rec)
   startRun()
   if queued then
     leaveQueue(ARGV[3])
   end
-  return 1
+  return {1, tonumber(rec.fence)}
 end
 local current = redis.call('GET', KEYS[1])
 -- The anonymous owner "*" is never re-entrant, exactly as in stock.
@@ -73,8 +82,11 @@ if ttl > 0 then
 else
   redis.call('SET', KEYS[1], ARGV[1], 'XX')
 end
-writeRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1]), re = 1, prev = cjson.encode(prev)})
+local hold = before and before.owner == ARGV[1] and before or {} -- the hold this re-entry joins
+local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1]), re = 1, prev = cjson.encode(prev)},
+  hold.since, hold.fence)
+writeRecord(rec)
 if queued then
   leaveQueue(ARGV[3])
 end
-return 2
+return {2, tonumber(rec.fence)}

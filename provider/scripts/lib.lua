@@ -8,6 +8,10 @@
 --          the lock by anyone, stock included, can be told
 --   re     1 when that call re-entered a lock its owner already held
 --   prev   (re-entries only) JSON {at, rec}: the lock's expiry and record before the re-entry
+--   host, pid, prog, kind  the process that took it: host name, process id, program or service
+--          name, client kind (go, bridge, cli)
+--   since  when the hold began, in server time (absolute ms; a re-entry keeps it)
+--   fence  the hold's fencing token (a re-entry keeps it)
 -- KEYS[3] is the lock's wait queue and KEYS[4] its tickets, in the same slot (see queue.go):
 -- the queue is a list of tickets (the claims of waiting acquisitions) in arrival order, the
 -- tickets a sorted set of ticket -> expiry (absolute ms). A ticket that is not refreshed expires
@@ -20,6 +24,8 @@
 --   since  when our clients' current run on the lock began (absolute ms)
 --   yield  until when our clients leave the freed lock to the others (absolute ms)
 -- It expires SHARE_MEMORY ms after one of ours last found the lock held by such a process.
+-- KEYS[6] is the lock's fence: the last fencing token issued on the lock, kept FENCE_MEMORY ms
+-- after that (it outlives the lock, so that tokens keep increasing across holds; fence.go).
 -- The last ARGV of every script is the wake-up channel: a script that frees the lock publishes
 -- "<queue head>\n<lock key>" on it (the head empty when nobody queues).
 
@@ -85,6 +91,21 @@ end
 local function nowMs()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- nextFence issues the lock's next fencing token: the server time in microseconds, or one more
+-- than the last token when that is not below it (the clock ran backwards, or two takes fell in
+-- one microsecond), and remembers it in KEYS[6] for FENCE_MEMORY ms. Tokens stay below 2^53
+-- (exact as Lua and JavaScript numbers) until the year 2255.
+local function nextFence()
+  local t = redis.call('TIME')
+  local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local last = tonumber(redis.call('GET', KEYS[6]) or 0) or 0
+  if last >= token then
+    token = last + 1
+  end
+  redis.call('SET', KEYS[6], string.format('%.0f', token), 'PX', FENCE_MEMORY)
+  return token
 end
 
 -- queueHead drops dead tickets (expired or gone) from the front of the queue and returns the

@@ -3,6 +3,8 @@ package source
 import (
 	"context"
 	"time"
+
+	"github.com/locktui/locktui/provider"
 )
 
 // Sampling, the opt-in contention probe for keys that only stock Medusa processes use (they
@@ -51,10 +53,10 @@ func (s *Source) NewSampler(keys []string) *Sampler {
 	return &Sampler{src: s, keys: keys, until: time.Now().Add(SampleFor)}
 }
 
-// Cost is the commands per second the sampler sends: a GET and a PTTL per key every
-// SampleInterval, plus one INFO a second.
+// Cost is the commands per second the sampler sends: a GET, a PTTL and an HGETALL of the holder
+// record per key (provider.ReadsPerKey) every SampleInterval, plus one INFO a second.
 func (sm *Sampler) Cost() int {
-	return 2*len(sm.keys)*int(time.Second/SampleInterval) + 1
+	return provider.ReadsPerKey*len(sm.keys)*int(time.Second/SampleInterval) + 1
 }
 
 // Keys returns the keys sampled.

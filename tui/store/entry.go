@@ -62,8 +62,11 @@ type Entry struct {
 	Lease time.Duration
 	// FirstSeen is when this console first saw the current owner holding the key: not when it
 	// acquired it (a lock stuck for days reads "seen 0s" right after the console starts). The
-	// records do not carry an acquire time yet; the console says SEEN, not HELD, until they do.
+	// holder record, where there is one, has the true start (Record.AcquiredAt).
 	FirstSeen time.Time
+	// Record is the lock's holder record as last read: who holds it, since when, its fencing
+	// token; nil for a lock taken by a client that writes none (stock Medusa).
+	Record *provider.Record
 	// RenewedAt is when the TTL last jumped up (zero if never).
 	RenewedAt time.Time
 	// GoneAt is when the lock was seen released or expired (zero while held).

@@ -92,7 +92,7 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 	ttl := max(l.TTL, 0)
 	if rec == nil {
 		e := newEntry(l.Key, l.Owner)
-		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen = deadline, noTTL, l.Foreign, ttl, at
+		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen, e.Record = deadline, noTTL, l.Foreign, ttl, at, l.Record
 		s.add(record{entry: e, scan: scan, observed: at, history: []OwnerSpan{{Owner: l.Owner, From: at}}})
 		return
 	}
@@ -110,7 +110,7 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 			s.tracker.handoff(l.Key, at)
 		}
 		e := newEntry(l.Key, l.Owner)
-		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen = deadline, noTTL, l.Foreign, ttl, at
+		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen, e.Record = deadline, noTTL, l.Foreign, ttl, at, l.Record
 		rec.entry = e
 		rec.closeSpan(at)
 		rec.history = append(rec.history, OwnerSpan{Owner: l.Owner, From: at})
@@ -120,16 +120,26 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 		delete(s.gone, l.Key)
 		return
 	}
-	if old.NoTTL == noTTL && (noTTL || absDuration(deadline.Sub(old.Deadline)) <= renewTolerance) {
+	sameRecord := sameHolder(old.Record, l.Record)
+	if sameRecord && old.NoTTL == noTTL && (noTTL || absDuration(deadline.Sub(old.Deadline)) <= renewTolerance) {
 		return // unchanged: keep the published entry
 	}
 	e := *old
-	e.Deadline, e.NoTTL = deadline, noTTL
+	e.Deadline, e.NoTTL, e.Record = deadline, noTTL, l.Record
 	e.Lease = max(old.Lease, ttl)
-	if noTTL != old.NoTTL || deadline.After(old.Deadline) {
+	if noTTL != old.NoTTL || deadline.After(old.Deadline.Add(renewTolerance)) {
 		e.RenewedAt = at
 	}
 	rec.entry = &e
+}
+
+// sameHolder tells whether two reads of a lock's holder record show the same hold by the same
+// process (a re-entry by another process of the same owner changes it).
+func sameHolder(a, b *provider.Record) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Holder == b.Holder && a.FencingToken == b.FencingToken && a.AcquiredAt.Equal(b.AcquiredAt)
 }
 
 // EndScan marks GONE every lock that the full scan `scan`, started at `started`, did not see,

@@ -182,3 +182,24 @@ func TestHotRanking(t *testing.T) {
 	v = s.Build(store.Query{HotSort: store.Sort{Column: store.HotByContended, Reverse: true}}, t0.Add(time.Second))
 	assert.Equal(t, "k0", v.Hot[0].Key)
 }
+
+// The entry carries the lock's holder record; a re-entry by another process of the same owner
+// (a new record) replaces the entry, the same record keeps it.
+func TestHolderRecordFollowsTheLock(t *testing.T) {
+	s := store.New()
+	rec := func(pid int) *provider.Record {
+		return &provider.Record{Holder: provider.Holder{Host: "h", PID: pid}, AcquiredAt: t0.Add(-time.Hour), FencingToken: 7}
+	}
+	l := lock("a", "o", 30*time.Second)
+	l.Record = rec(1)
+	s.Observe([]provider.Lock{l}, t0, 1)
+	before := s.Lock("a")
+	require.Equal(t, 1, before.Record.PID)
+	l.Record, l.TTL = rec(1), 29*time.Second // read again one second later: an equal record
+	s.Observe([]provider.Lock{l}, t0.Add(time.Second), 2)
+	assert.Same(t, before, s.Lock("a"))
+	l.Record, l.TTL = rec(2), 28*time.Second
+	s.Observe([]provider.Lock{l}, t0.Add(2*time.Second), 3)
+	assert.Equal(t, 2, s.Lock("a").Record.PID)
+	assert.True(t, s.Lock("a").RenewedAt.IsZero(), "a new record alone is no renewal")
+}

@@ -13,7 +13,7 @@ const crypto = require("node:crypto")
 const { Types, lockingError, bridgeError } = require("./errors")
 const { Link } = require("./link")
 const { Requests } = require("./requests")
-const { DEFAULTS, MAX_TIMER_MS, parseUrl, describeUrl, msOption } = require("./options")
+const { DEFAULTS, MAX_TIMER_MS, parseUrl, describeUrl, msOption, clientHello } = require("./options")
 const { SUBPROTOCOL, PROTOCOL_VERSION } = require("./socket")
 
 /** A fresh acquire claim: 32 hex digits. */
@@ -35,6 +35,7 @@ class BridgeConnection {
     this.token = options.token || undefined
     for (const name of Object.keys(DEFAULTS)) this[name] = msOption(options, name)
     this.wsOptions = options.wsOptions ?? {}
+    this.hello = clientHello(options)
     this.logger = options.logger
     // The Medusa loader reports the first attempt itself, as locking-redis does.
     this.reportFirstFailure = options.reportFirstFailure !== false

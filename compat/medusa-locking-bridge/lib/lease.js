@@ -5,6 +5,21 @@
 const { lockLost } = require("./errors")
 
 /**
+ * The fencing tokens of a grant (an acquire or lease reply): `fencingToken`, the one that stands
+ * for every key (the bridge's fencing_token), and `fencingTokens`, each key's. Tokens are
+ * integers below 2^53, exact as numbers; a bridge that sends none (older than tokens) leaves
+ * fencingToken undefined and fencingTokens empty. See docs/fencing.md.
+ */
+function fencingOf(grant) {
+  const token = grant?.fencing_token
+  const tokens = grant?.fencing_tokens
+  return {
+    fencingToken: Number.isSafeInteger(token) ? token : undefined,
+    fencingTokens: tokens && typeof tokens === "object" ? { ...tokens } : {},
+  }
+}
+
+/**
  * A lease held on one connection (a Link): the keys of one execute call, renewed by the bridge
  * until released or lost. Its signal aborts, with the "Lost the lock" conflict, the moment the
  * client stops being certain of it: a lease_lost event, its own deadline, the connection's
@@ -17,13 +32,16 @@ class Lease {
    * @param {string} owner its execute:<uuid> owner
    * @param {string[]} keys the keys as the caller gave them
    * @param {string} [lostMessage] the grant's lost_message: stock's "Lost the lock…" for these keys
+   * @param {object} [grant] the lease reply, for its fencing tokens (see fencingOf)
    */
-  constructor(link, id, owner, keys, lostMessage) {
+  constructor(link, id, owner, keys, lostMessage, grant) {
     this.link = link
     this.id = id
     this.owner = owner
     this.keys = keys
     this.lostMessage = typeof lostMessage === "string" ? lostMessage : undefined
+    /** The lease's fencing tokens, handed to execute's job (see fencingOf). */
+    this.fencing = fencingOf(grant)
     this.state = "held" // held | lost | released
     this.controller = new AbortController()
   }
@@ -53,4 +71,4 @@ class Lease {
   }
 }
 
-module.exports = { Lease }
+module.exports = { Lease, fencingOf }

@@ -25,7 +25,7 @@ class Link {
     this.pinger = null
     this.refusal = null
     this.socket = new BridgeSocket(
-      { url: client.url, display: client.display, token: client.token, wsOptions: client.wsOptions, handshakeTimeoutMs: client.handshakeTimeoutMs },
+      { url: client.url, display: client.display, token: client.token, wsOptions: client.wsOptions, hello: client.hello, handshakeTimeoutMs: client.handshakeTimeoutMs },
       {
         welcome: (msg) => this.onWelcome(msg),
         frame: (msg) => this.onFrame(msg),

@@ -1,5 +1,8 @@
 "use strict"
 
+const os = require("node:os")
+const path = require("node:path")
+
 // Connection options: the bridge URL and the millisecond tuning knobs, with their defaults.
 
 /** Longest delay setTimeout accepts; anything longer counts as "no limit". */
@@ -57,4 +60,20 @@ function msOption(options, name) {
   return v
 }
 
-module.exports = { DEFAULTS, MAX_TIMER_MS, parseUrl, describeUrl, msOption }
+/** The upgrade header in which the client names its process (docs/bridge-protocol.md). */
+const CLIENT_HEADER = "Locktui-Client"
+
+/**
+ * The client's hello: the value of CLIENT_HEADER, naming this process for the holder records of
+ * its locks: this host, this pid and the "program" option, else the name of the script Node
+ * runs (process.argv[1]), else process.title.
+ */
+function clientHello(options) {
+  const program = options.program ?? (process.argv[1] ? path.basename(process.argv[1]) : process.title)
+  if (typeof program !== "string") {
+    throw new Error(`locking-bridge: the "program" option must be a string, got ${JSON.stringify(program)}`)
+  }
+  return new URLSearchParams({ host: os.hostname(), pid: String(process.pid), program }).toString()
+}
+
+module.exports = { DEFAULTS, MAX_TIMER_MS, CLIENT_HEADER, parseUrl, describeUrl, msOption, clientHello }

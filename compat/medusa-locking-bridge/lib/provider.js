@@ -5,6 +5,7 @@
 
 const { BridgeConnection } = require("./connection")
 const { Types, lockingError } = require("./errors")
+const { fencingOf } = require("./lease")
 
 /** Stock defaults, in seconds. */
 const DEFAULT_WAIT_LOCKING_TIMEOUT = 5
@@ -103,7 +104,9 @@ class BridgeLockingProvider {
   /**
    * Runs job while holding every key (a bridge lease renewed underneath it). Waits up to
    * `timeout` seconds (default waitLockingTimeout) for the keys, else rejects with the conflict
-   * "Timed-out acquiring lock."; the job gets an AbortSignal aborted when the lease is lost.
+   * "Timed-out acquiring lock."; the job gets an AbortSignal aborted when the lease is lost and,
+   * as a second argument, the lease's fencing tokens ({fencingToken, fencingTokens}, see
+   * docs/fencing.md): stock's jobs take no argument and ignore both.
    */
   async execute(keys, job, args, sharedContext) {
     keys = toKeys(keys)
@@ -115,12 +118,12 @@ class BridgeLockingProvider {
     checkSeconds("expire", expire, args?.expire)
     if (keys.length === 0) {
       // Stock takes no lock and runs the job with a signal nothing aborts.
-      return await job(new AbortController().signal)
+      return await job(new AbortController().signal, fencingOf(null))
     }
     const lease = await this.lease_(keys, timeout, expire)
     const signal = lease.signal
     try {
-      const result = await job(signal)
+      const result = await job(signal, lease.fencing)
       if (signal.aborted) throw signal.reason
       return result
     } finally {
@@ -140,17 +143,23 @@ class BridgeLockingProvider {
   /**
    * Takes every key for `ownerId` (default "*"). Without awaitQueue it rejects at once with the
    * conflict `Failed to acquire lock for key "<key>"`; with awaitQueue it waits as long as it
-   * takes (as stock does), or until close().
+   * takes (as stock does), or until close(). It resolves undefined, as stock does, unless
+   * `args.fencing` is an object: that object then gets the fencing tokens of the keys taken
+   * ({fencingToken, fencingTokens}, see docs/fencing.md) and is what acquire resolves with. Medusa's
+   * Locking module resolves undefined but hands the provider the same args object, so the
+   * tokens reach its caller that way too.
    */
   async acquire(keys, args, sharedContext) {
     keys = toKeys(keys)
-    if (keys.length === 0) return
+    const out = args?.fencing !== null && typeof args?.fencing === "object" ? args.fencing : undefined
+    if (keys.length === 0) return out && Object.assign(out, fencingOf(null))
     const owner = toOwner(args?.ownerId)
     const awaitQueue = Boolean(args?.awaitQueue)
     let ttl = Math.max(args?.expire ?? this.waitLockingTimeout, 1)
     if (Number.isNaN(ttl)) ttl = 1
     const expire = args?.expire ? checkSeconds("expire", ttl, args.expire) : 0
-    await this.client_.request("acquire", { keys, owner, expire, await_queue: awaitQueue }, { waitMs: awaitQueue ? Infinity : undefined })
+    const result = await this.client_.request("acquire", { keys, owner, expire, await_queue: awaitQueue }, { waitMs: awaitQueue ? Infinity : undefined })
+    return out && Object.assign(out, fencingOf(result))
   }
 
   /** Releases keys held by `ownerId` (default "*"); true only when every key was released. */

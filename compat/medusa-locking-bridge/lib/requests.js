@@ -56,7 +56,7 @@ class Requests {
       if (entry.op !== "lease") return client.finish(entry, null, result)
       // A lease granted on a connection that has ended was released with it.
       if (!link) return this.again(entry, batch)
-      const lease = new Lease(link, result.lease, result.owner, entry.keys, result.lost_message)
+      const lease = new Lease(link, result.lease, result.owner, entry.keys, result.lost_message, result)
       link.addLease(lease, entry.sentAt, result.valid_ms)
       if (performance.now() >= link.deadlines.deadlineOf(lease)) return this.tooLate(entry, lease)
       return client.finish(entry, null, lease)

@@ -6,6 +6,7 @@
 
 const WebSocket = require("ws")
 const { Types, lockingError } = require("./errors")
+const { CLIENT_HEADER } = require("./options")
 
 /** The WebSocket subprotocol of bridge protocol v2. */
 const SUBPROTOCOL = "locktui-bridge.v2"
@@ -24,7 +25,7 @@ const CLOSE_GRACE_MS = 1000
  */
 class BridgeSocket {
   /**
-   * @param {{url: URL, display: string, token?: string, wsOptions: object, handshakeTimeoutMs: number}} options
+   * @param {{url: URL, display: string, token?: string, wsOptions: object, hello?: string, handshakeTimeoutMs: number}} options
    * @param {{welcome(msg: object): void, frame(msg: object): void, peerClose(code: number): void, end(error: Error|null, code?: number): void}} handlers
    */
   constructor(options, handlers) {
@@ -40,6 +41,7 @@ class BridgeSocket {
     this.lastSentAt = this.startedAt
     const headers = { ...(options.wsOptions.headers ?? {}) }
     if (options.token) headers.Authorization = `Bearer ${options.token}`
+    if (options.hello) headers[CLIENT_HEADER] = options.hello
     try {
       this.ws = new WebSocket(options.url, SUBPROTOCOL, {
         ...options.wsOptions,

@@ -71,6 +71,11 @@ func (p *Page) View() string {
 			label("STATE")+st.State(state).Render(state.String()),
 			label("OWNER")+owner,
 			label("TTL")+ttlLine(e, now),
+		)
+		if !e.Foreign {
+			lines = append(lines, p.holderLines(e, now, label)...)
+		}
+		lines = append(lines,
 			label("SEEN FOR")+common.Duration(e.SeenFor(now))+st.Dim.Render("  since "+e.FirstSeen.Format("15:04:05")+
 				", when this console first saw this owner hold it"),
 		)
@@ -98,6 +103,22 @@ func (p *Page) View() string {
 		lines = lines[:p.height]
 	}
 	return lipgloss.NewStyle().Height(p.height).Render(strings.Join(lines, "\n"))
+}
+
+// holderLines show who holds the lock, since when and under which fencing token, from its
+// holder record; or say that it has none.
+func (p *Page) holderLines(e *store.Entry, now time.Time, label func(string) string) []string {
+	st := p.common.Styles
+	r := e.Record
+	if r == nil {
+		return []string{label("HOLDER") + st.Dim.Render("unknown: no holder record (taken by stock Medusa)")}
+	}
+	return []string{
+		label("HOLDER") + r.Holder.String(),
+		label("HELD FOR") + common.Duration(max(now.Sub(r.AcquiredAt), 0)) + st.Dim.Render("  since "+
+			r.AcquiredAt.Format("15:04:05")+" (Redis server time)"),
+		label("FENCE") + fmt.Sprintf("%d", r.FencingToken) + st.Dim.Render("  fencing token of this hold"),
+	}
 }
 
 func ttlLine(e *store.Entry, now time.Time) string {

@@ -16,7 +16,7 @@ import moduleProvider, {
   services,
   usesMedusaErrors,
 } from "../.."
-import type { BridgeLockingError, BridgeLockingOptions, BridgeLogger } from "../.."
+import type { BridgeLockingError, BridgeLockingOptions, BridgeLogger, Fencing } from "../.."
 import pkg = require("../..")
 
 // medusa-config: the provider registration of the package README.
@@ -29,6 +29,7 @@ const options: BridgeLockingOptions = {
   reconnectMinDelayMs: 100,
   reconnectMaxDelayMs: 5000,
   heartbeatIntervalMs: 1000,
+  program: "medusa-worker",
   wsOptions: { ca: "-----BEGIN CERTIFICATE-----" },
 }
 const registration: ModuleProvider = {
@@ -67,6 +68,11 @@ async function use(): Promise<void> {
   await locks.acquire("migration", { ownerId: "runner-1", expire: 3600 })
   await locks.acquire(["a", "b"], { ownerId: null, awaitQueue: true })
   await locks.acquire("c", { provider: "locking-bridge" }) // the Locking module's own argument passes through
+  // Fencing tokens (docs/fencing.md): the job's second argument, and acquire's filled args.fencing.
+  const fenced: number | undefined = await locks.execute("cart:3", async (signal, fencing) => fencing.fencingToken)
+  const fencing: Fencing = await locks.acquire("d", { ownerId: "runner-1", fencing: {} })
+  const tokenOfD: number | undefined = fencing.fencingTokens["d"] ?? fencing.fencingToken
+  void [fenced, tokenOfD]
   const released: boolean = await locks.release("migration", { ownerId: "runner-1" })
   await locks.releaseAll({ ownerId: "runner-1" })
   await locks.releaseAll()

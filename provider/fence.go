@@ -1,0 +1,178 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Fencing tokens (see docs/fencing.md). Every acquisition that takes a free lock gets a new token
+// from acquire.lua, in the same script run: the Redis server's time in microseconds, or one more
+// than the lock's last token when that is not below it. The last token is kept in the lock's
+// fence key (fenceKey) for fenceMemory after it was issued, beyond the lock's own life, so that
+// tokens on one key increase strictly across holds and across all our clients whatever the
+// server clock does while it is kept, and after it expired as long as the server clock never
+// ran backwards by more than fenceMemory. A re-entry by the lock's owner joins the hold and gets
+// its token. Tokens stay below 2^53, exact as JavaScript numbers, until the year 2255.
+const fenceMemory = time.Hour
+
+// fenceConstants defines fenceMemory for the scripts, in front of lib.lua.
+var fenceConstants = fmt.Sprintf("local FENCE_MEMORY = %d\n", fenceMemory.Milliseconds())
+
+// fenceKey is the key of the fence of lock key rk: outside every namespace and in rk's Cluster
+// slot, as recordKey.
+func fenceKey(rk string) string {
+	if tag, ok := hashTag(rk); ok {
+		return "locktui:{" + tag + "}:fence:" + rk
+	}
+	return "locktui:{" + rk + "}:fence"
+}
+
+// Client kinds in holder records.
+const (
+	ClientGo     = "go"     // a Go program using this package
+	ClientBridge = "bridge" // a bridge client (the Node package), through cmd/bridge
+	ClientCLI    = "cli"    // locktui acquire / run
+)
+
+// Holder names the process that takes a lock, in the lock's holder record. In Options, empty
+// fields take the defaults below; a per-call Holder (AcquireOptions, LeaseOptions) that is not
+// the zero value is written as it is, only an empty Client taking Options.Holder's.
+type Holder struct {
+	// Host is the host name. Default os.Hostname().
+	Host string
+	// PID is the process id. Default os.Getpid().
+	PID int
+	// Program is the program or service name. Default the executable's file name.
+	Program string
+	// Client is the kind of client: ClientGo (the default), ClientBridge or ClientCLI.
+	Client string
+}
+
+// forCall is the Holder a call writes: call as it is (Client defaulting to h's), or h when
+// call is the zero value.
+func (h Holder) forCall(call Holder) Holder {
+	if call == (Holder{}) {
+		return h
+	}
+	if call.Client == "" {
+		call.Client = h.Client
+	}
+	return call
+}
+
+// withDefaults fills h's empty fields from def.
+func (h Holder) withDefaults(def Holder) Holder {
+	if h.Host == "" {
+		h.Host = def.Host
+	}
+	if h.PID == 0 {
+		h.PID = def.PID
+	}
+	if h.Program == "" {
+		h.Program = def.Program
+	}
+	if h.Client == "" {
+		h.Client = def.Client
+	}
+	return h
+}
+
+// thisProcess is the Holder of the running process.
+func thisProcess() Holder {
+	h := Holder{PID: os.Getpid(), Client: ClientGo}
+	h.Host, _ = os.Hostname()
+	if exe, err := os.Executable(); err == nil {
+		h.Program = filepath.Base(exe)
+	} else if len(os.Args) > 0 {
+		h.Program = filepath.Base(os.Args[0])
+	}
+	return h
+}
+
+// args are h's arguments to acquire.lua (ARGV[6] to ARGV[9]).
+func (h Holder) args() []any { return []any{h.Host, strconv.Itoa(h.PID), h.Program, h.Client} }
+
+// Record is the holder record of a lock taken by one of this project's clients: who holds it,
+// since when and under which fencing token. Locks taken by stock Medusa have none.
+type Record struct {
+	Holder
+	// Claim is the acquisition call that last took or re-entered the lock.
+	Claim string
+	// AcquiredAt is when the hold began, in the Redis server's time (a re-entry keeps it).
+	AcquiredAt time.Time
+	// FencingToken is the hold's token (see docs/fencing.md).
+	FencingToken int64
+}
+
+// String names the process: "medusa-worker (pid 4242 on web-1, bridge client)", with "?" for
+// what is not known (a bridge client that did not say); program and host through Printable.
+func (h Holder) String() string {
+	program, pid := Printable(h.Program), "pid ?"
+	if h.Program == "" {
+		program = "?"
+	}
+	if h.PID > 0 {
+		pid = "pid " + strconv.Itoa(h.PID)
+	}
+	return fmt.Sprintf("%s (%s on %s, %s client)", program, pid, Printable(h.Host), h.Client)
+}
+
+// String names the holder in a line: "medusa-worker (pid 4242 on web-1, bridge client), held
+// since 2026-12-02T03:04:05.123Z, fencing token 1796180000000001".
+func (r *Record) String() string {
+	return fmt.Sprintf("%s, held since %s, fencing token %d", r.Holder, r.AcquiredAt.UTC().Format(time.RFC3339Nano), r.FencingToken)
+}
+
+// parseRecord reads a holder record's fields (HGETALL), for a lock held by owner: nil when
+// there is none, or when it is another owner's (a stale record left by a stock release).
+func parseRecord(fields map[string]string, owner string) *Record {
+	if len(fields) == 0 || fields["owner"] != owner {
+		return nil
+	}
+	r := &Record{Claim: fields["claim"]}
+	r.Host, r.Program, r.Client = fields["host"], fields["prog"], fields["kind"]
+	r.PID, _ = strconv.Atoi(fields["pid"])
+	if ms, err := strconv.ParseInt(fields["since"], 10, 64); err == nil {
+		r.AcquiredAt = time.UnixMilli(ms)
+	}
+	r.FencingToken, _ = strconv.ParseInt(fields["fence"], 10, 64)
+	return r
+}
+
+// FencingTokenOf is the one token that stands for a grant of several keys, each with its own
+// token in tokens: the token of the first key in sorted order (0 for none). Lease.FencingToken
+// and the bridge's fencing_token follow it.
+func FencingTokenOf(tokens map[string]int64) int64 {
+	if len(tokens) == 0 {
+		return 0
+	}
+	return tokens[slices.Min(slices.Collect(maps.Keys(tokens)))]
+}
+
+// fenceCtxKey carries an Execute job's lease in its context.
+type fenceCtxKey struct{}
+
+// FencingToken returns the fencing token of the lease an Execute job runs under, read from the
+// job's ctx (see Lease.FencingToken); ok is false outside an Execute job.
+func FencingToken(ctx context.Context) (token int64, ok bool) {
+	l, ok := ctx.Value(fenceCtxKey{}).(*Lease)
+	if !ok {
+		return 0, false
+	}
+	return l.FencingToken(), true
+}
+
+// FencingTokens returns the token of every key of the lease an Execute job runs under, read
+// from the job's ctx (see Lease.FencingTokens); nil outside an Execute job.
+func FencingTokens(ctx context.Context) map[string]int64 {
+	if l, ok := ctx.Value(fenceCtxKey{}).(*Lease); ok {
+		return l.FencingTokens()
+	}
+	return nil
+}

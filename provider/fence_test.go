@@ -1,0 +1,143 @@
+package provider_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/locktui/locktui/provider"
+	"github.com/stretchr/testify/require"
+)
+
+// token takes key k for owner and returns its fencing token.
+func (e *env) token(p *provider.Provider, k, owner string) int64 {
+	e.t.Helper()
+	tokens, err := p.AcquireTokens(ctx(e.t), []string{k}, provider.AcquireOptions{Owner: owner, Expire: time.Minute})
+	require.NoError(e.t, err)
+	require.Contains(e.t, tokens, k)
+	return tokens[k]
+}
+
+// Every fresh take of a key gets a token above every earlier one, from any provider; a
+// re-entry joins the hold and gets its token.
+func TestFencingTokensIncreasePerKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	other := provider.New(e.rdb, &provider.Options{Namespace: e.ns})
+	c := ctx(t)
+	var last int64
+	for i := range 20 {
+		p := e.p
+		if i%2 == 1 {
+			p = other
+		}
+		tok := e.token(p, "k", "o"+strconv.Itoa(i))
+		require.Greater(t, tok, last, "take %d", i)
+		require.Equal(t, tok, e.token(other, "k", "o"+strconv.Itoa(i)), "a re-entry gets the hold's token")
+		last = tok
+		ok, err := p.Release(c, []string{"k"}, "o"+strconv.Itoa(i))
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	// Tokens are the server's time in microseconds (within this test's run).
+	now, err := e.rdb.Time(c).Result()
+	require.NoError(t, err)
+	require.InDelta(t, now.UnixMicro(), last, float64(wait.Microseconds()))
+	require.Less(t, last, int64(1)<<53, "exact as a JavaScript number")
+}
+
+// The fence outlives the lock: a server clock that ran backwards (here: a fence from the
+// future) still gives a higher token; and without any fence (it expired), the server time does.
+func TestFencingTokenAboveTheFenceWhateverTheClock(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	c := ctx(t)
+	fence := provider.FenceKey(e.key("k"))
+	future := time.Now().Add(time.Hour).UnixMicro()
+	require.NoError(t, e.rdb.Set(c, fence, future, time.Minute).Err())
+	require.Equal(t, future+1, e.token(e.p, "k", "a"))
+	ttl := e.rdb.PTTL(c, fence).Val()
+	require.Greater(t, ttl, 59*time.Minute, "the fence is kept an hour after the take")
+
+	_, err := e.p.Release(c, []string{"k"}, "a")
+	require.NoError(t, err)
+	require.NoError(t, e.rdb.Del(c, fence).Err())
+	before := time.Now().UnixMicro()
+	tok := e.token(e.p, "k", "b")
+	require.Less(t, tok, future, "without a fence the token is the server time again")
+	require.Greater(t, tok, before-int64(time.Second/time.Microsecond))
+}
+
+// The holder record names the process, the hold's start in server time and its token; it
+// expires with the lock and goes with it on release. Get returns it.
+func TestHolderRecord(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, &provider.Options{Holder: provider.Holder{Program: "checkout-worker"}})
+	c := ctx(t)
+	start := time.Now()
+	l, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 10 * time.Second})
+	require.NoError(t, err)
+	lock, ok, err := e.p.Get(c, "k")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NotNil(t, lock.Record)
+	host, _ := os.Hostname()
+	require.Equal(t, provider.Holder{Host: host, PID: os.Getpid(), Program: "checkout-worker", Client: provider.ClientGo}, lock.Record.Holder)
+	require.Equal(t, l.FencingToken(), lock.Record.FencingToken)
+	require.WithinDuration(t, start, lock.Record.AcquiredAt, 2*time.Second)
+	rk := provider.RecordKey(e.key("k"))
+	require.InDelta(t, e.rdb.PTTL(c, e.key("k")).Val().Milliseconds(), e.rdb.PTTL(c, rk).Val().Milliseconds(), 5,
+		"the record expires with the lock")
+
+	ok, err = l.Release(c)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Zero(t, e.rdb.Exists(c, rk).Val(), "released with the lock")
+
+	// A lock taken by stock (a plain SET) has none.
+	e.set("k", "stock", time.Minute)
+	lock, _, err = e.p.Get(c, "k")
+	require.NoError(t, err)
+	require.Nil(t, lock.Record)
+}
+
+// The default Program is the executable's name; a per-call Holder (a bridge's client) wins.
+func TestHolderDefaultsAndOverride(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	c := ctx(t)
+	require.NoError(t, e.p.Acquire(c, []string{"a"}, provider.AcquireOptions{Owner: "o"}))
+	require.NoError(t, e.p.Acquire(c, []string{"b"}, provider.AcquireOptions{Owner: "o",
+		Holder: provider.Holder{Host: "web-1", PID: 42, Program: "medusa", Client: provider.ClientBridge}}))
+	locks, _, err := e.p.Read(c, []string{"a", "b"})
+	require.NoError(t, err)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	require.Equal(t, filepath.Base(exe), locks[0].Record.Program)
+	require.Equal(t, provider.Holder{Host: "web-1", PID: 42, Program: "medusa", Client: provider.ClientBridge}, locks[1].Record.Holder)
+}
+
+// Execute's job reads the lease's token from its ctx.
+func TestExecuteJobReadsItsFencingToken(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	c := ctx(t)
+	_, ok := provider.FencingToken(c)
+	require.False(t, ok, "no token outside a job")
+	var got int64
+	var all map[string]int64
+	require.NoError(t, e.p.Execute(c, []string{"x", "y"}, func(ctx context.Context) error {
+		got, ok = provider.FencingToken(ctx)
+		all = provider.FencingTokens(ctx)
+		lock, _, err := e.p.Get(ctx, "x")
+		require.NoError(t, err)
+		require.Equal(t, lock.Record.FencingToken, got)
+		return nil
+	}, provider.ExecuteOptions{}))
+	require.True(t, ok)
+	require.Equal(t, got, all["x"])
+	require.Positive(t, all["y"])
+}
