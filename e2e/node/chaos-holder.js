@@ -84,9 +84,24 @@ async function job(key, signal) {
     longMs > 0 && Math.random() * 100 < longPercent
       ? longMs / 2 + Math.floor(Math.random() * (longMs / 2 + 1))
       : Math.floor(Math.random() * (workMs + 1))
-  const aborted = new Promise((resolve) => signal?.addEventListener("abort", () => resolve(true), { once: true }))
-  const lost = await Promise.race([sleep(work).then(() => false), aborted])
-  log(key, lost ? "lost" : "exit")
+  // The belief ends when the signal aborts: "lost" is written inside the abort listener, before
+  // the bridge client goes on to release the lease in the same task (a log written after an
+  // await would come later than the release, and the checker would see a later holder enter
+  // while this one seemed to believe).
+  let done = false
+  const aborted = new Promise((resolve) =>
+    signal?.addEventListener("abort", () => {
+      if (!done) {
+        done = true
+        log(key, "lost")
+      }
+      resolve()
+    }, { once: true }))
+  await Promise.race([sleep(work), aborted])
+  if (!done) {
+    done = true
+    log(key, "exit")
+  }
 }
 
 async function main() {
