@@ -57,20 +57,7 @@ func TestFirstOfOneClientsWaitsWins(t *testing.T) {
 		for i := range 3 {
 			c.send(req{"id": first + i, "op": "lease", "keys": []string{key}, "timeout": 5})
 		}
-		for granted := 0; granted < 3; {
-			f := c.recv()
-			require.True(t, f.OK, "round %d: %+v", round, f.Error)
-			if f.Result["lease"] == nil {
-				continue // the reply to a lease_release
-			}
-			if granted == 0 {
-				var id int
-				require.NoError(t, json.Unmarshal(f.ID, &id))
-				require.Equal(t, first, id, "round %d: the first request sent is granted first", round)
-			}
-			granted++
-			c.send(req{"id": fmt.Sprintf("r%d-%d", round, granted), "op": "lease_release", "lease": f.Result["lease"]})
-		}
+		requireFirstGranted(t, c, round, 3, first)
 		require.True(t, c.recv().OK) // the last lease_release
 	}
 }
@@ -131,20 +118,27 @@ func TestMultiKeyLeaseKeepsItsPlaceInTheQueue(t *testing.T) {
 		queue := "locktui:{" + namespace + b + "}:queue"
 		require.Eventually(t, func() bool { return h.rdb.LLen(t.Context(), queue).Val() == 2 }, 5*time.Second, time.Millisecond)
 		require.NoError(t, h.rdb.Del(t.Context(), namespace+b).Err())
-		for granted := 0; granted < 2; {
-			f := c.recv()
-			require.True(t, f.OK, "round %d: %+v", round, f.Error)
-			if f.Result["lease"] == nil {
-				continue // the reply to a lease_release
-			}
-			if granted == 0 {
-				var id int
-				require.NoError(t, json.Unmarshal(f.ID, &id))
-				require.Equal(t, first, id, "round %d: the second request sent was granted first", round)
-			}
-			granted++
-			c.send(req{"id": fmt.Sprintf("r%d-%d", round, granted), "op": "lease_release", "lease": f.Result["lease"]})
+		requireFirstGranted(t, c, round, 2, first)
+		require.True(t, c.recv().OK) // the last lease_release
+	}
+}
+
+// requireFirstGranted receives the grants of n leases of one round, releasing each as it comes,
+// and requires the first grant to be request first's.
+func requireFirstGranted(t *testing.T, c *client, round, n, first int) {
+	t.Helper()
+	for granted := 0; granted < n; {
+		f := c.recv()
+		require.True(t, f.OK, "round %d: %+v", round, f.Error)
+		if f.Result["lease"] == nil {
+			continue // the reply to a lease_release
 		}
-		require.True(t, c.recv().OK)
+		if granted == 0 {
+			var id int
+			require.NoError(t, json.Unmarshal(f.ID, &id))
+			require.Equal(t, first, id, "round %d: a later request was granted before the first sent", round)
+		}
+		granted++
+		c.send(req{"id": fmt.Sprintf("r%d-%d", round, granted), "op": "lease_release", "lease": f.Result["lease"]})
 	}
 }
