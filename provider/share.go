@@ -25,9 +25,10 @@ import (
 //     free between a stock worker's release and its re-take, and starts a new run of ours.
 //
 // Without stock processes the record never exists and nothing changes (a few reads of the
-// missing record inside the scripts: HGET on a free key, EXISTS on a take, no round trip). The window is what a stock poller needs to find the lock free: a stock worker
-// under contention polls every 0.5–1 s, so eight of them arrive within 150 ms in about four
-// windows out of five.
+// missing record inside the scripts: HGET on a free key, EXISTS on a take, no round trip).
+// The window is what a stock poller needs to find the lock free: a stock worker under
+// contention polls every 0.5–1 s, so eight of them arrive within 150 ms in about four windows
+// out of five.
 const (
 	shareRun    = 250 * time.Millisecond
 	shareWindow = 150 * time.Millisecond
