@@ -53,7 +53,7 @@ const (
 
 // Environment of the helper command `locktui run` starts (this test binary, see TestMain).
 const (
-	helperEnv      = "LOCKTUI_E2E_HELPER" // the helper to run: "increment" or "fenced-write"
+	helperEnv      = "LOCKTUI_E2E_HELPER" // the helper to run: "increment", "fenced-write" or "spawn"
 	helperRedisEnv = "LOCKTUI_E2E_REDIS"  // Redis URL
 	helperNameEnv  = "LOCKTUI_E2E_NAME"   // the name the helper appends to logKey
 )
@@ -198,6 +198,9 @@ func span(log []string, kinds string) (first, last int) {
 // runHelper runs the helper command name in this process (started by `locktui run`) and
 // returns its exit code.
 func runHelper(name string) int {
+	if name == spawnHelper {
+		return runSpawnHelper()
+	}
 	if name != "increment" && name != "fenced-write" {
 		fmt.Fprintf(os.Stderr, "e2e helper: unknown helper %q\n", name)
 		return 2

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -44,7 +45,7 @@ type procOptions struct {
 func startProc(t *testing.T, name string, cmd *exec.Cmd, opts procOptions) *proc {
 	t.Helper()
 	p := &proc{name: name, cmd: cmd, stderr: tailbuf.New(64 << 10), done: make(chan struct{})}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatalf("e2e: %s: %v", name, err)
@@ -147,7 +148,7 @@ type result struct {
 func runCommand(ctx context.Context, cmd *exec.Cmd) result {
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &lockedWriter{w: &stdout}, &lockedWriter{w: &stderr}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return result{stderr: fmt.Sprintf("start %s: %v", cmd.Path, err), code: -1}
 	}
@@ -181,4 +182,21 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// spawnHelper is the helper (helperEnv) that starts a long sleep the way the suite starts its
+// children, prints the sleep's pid and waits to be killed.
+const spawnHelper = "spawn"
+
+// runSpawnHelper starts `sleep` with childAttr, prints its pid and waits for it.
+func runSpawnHelper() int {
+	cmd := exec.Command("sleep", "600")
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e helper: %v\n", err)
+		return 1
+	}
+	fmt.Println(cmd.Process.Pid)
+	_ = cmd.Wait()
+	return 0
 }

@@ -58,6 +58,7 @@ func (h *holder) invoke(self, key string) (int, error) {
 		"--work", h.work.String(), "--long", h.long.String(), "--long-percent", strconv.Itoa(h.longPercent),
 		"--seed", strconv.FormatUint(h.rng.Uint64(), 10))
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = dieWithParent()
 	// A pipe of our own rather than StdoutPipe: Wait would close that one, maybe before the
 	// pid line was read.
 	r, w, err := os.Pipe()
