@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/internal/pubsub"
+	"github.com/locktui/locktui/internal/sleep"
 )
 
 // Wake-up listener tuning.
@@ -111,7 +112,7 @@ func (l *listener) run(ctx context.Context, done chan struct{}) {
 			if ctx.Err() == nil {
 				l.p.opts.Logger.Debug("wake-ups unavailable; waiters poll", "error", err)
 			}
-			if !sleepCtx(ctx, backoff) {
+			if !sleep.For(ctx, backoff) {
 				return
 			}
 			backoff = min(2*backoff, listenRetryMax)
@@ -147,7 +148,7 @@ func (l *listener) receive(ctx context.Context, ps *redis.PubSub) {
 			if failures++; failures > 3 {
 				return // start over with a fresh subscription
 			}
-			if !sleepCtx(ctx, listenRetryMin) {
+			if !sleep.For(ctx, listenRetryMin) {
 				return
 			}
 			continue
@@ -181,17 +182,5 @@ func (l *listener) dispatch(m *redis.Message) {
 	_, rk, ok := strings.Cut(m.Channel, "__:")
 	if key, inNS := strings.CutPrefix(rk, ns); ok && inNS {
 		l.p.wakeups.wakeHead(key, "")
-	}
-}
-
-// sleepCtx waits d or until ctx ends; it reports false when ctx ended.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/locktui/locktui/internal/sleep"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -121,7 +122,7 @@ func (s *Simulator) checkout(ctx context.Context, w *worker) {
 		}
 		job := w.between(150*time.Millisecond, 800*time.Millisecond)
 		err := w.p.Execute(ctx, keys, func(ctx context.Context) error {
-			sleep(ctx, job)
+			sleep.For(ctx, job)
 			return nil
 		}, provider.ExecuteOptions{Timeout: 2 * time.Second, Expire: time.Second})
 		s.count(ctx, err)
@@ -206,10 +207,10 @@ func (s *Simulator) capturePayments(ctx context.Context, w *worker) {
 		job := w.between(300*time.Millisecond, 1200*time.Millisecond)
 		err := w.p.Execute(ctx, []string{key}, func(ctx context.Context) error {
 			if !sabotage {
-				sleep(ctx, job)
+				sleep.For(ctx, job)
 				return nil
 			}
-			if !sleep(ctx, job/2) {
+			if !sleep.For(ctx, job/2) {
 				return nil
 			}
 			if err := s.client.Del(ctx, w.p.RedisKey(key)).Err(); err != nil {

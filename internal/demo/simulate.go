@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/events"
+	"github.com/locktui/locktui/internal/sleep"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 )
@@ -177,19 +178,7 @@ func (w *worker) between(lo, hi time.Duration) time.Duration {
 // Only pauses are scaled: jobs and TTLs keep their length, so renewals and expiries look the
 // same at any pace.
 func (w *worker) pause(ctx context.Context, lo, hi time.Duration) bool {
-	return sleep(ctx, time.Duration(float64(w.between(lo, hi))*w.pace))
-}
-
-// sleep waits d and reports false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return sleep.For(ctx, time.Duration(float64(w.between(lo, hi))*w.pace))
 }
 
 // count records the outcome of one lock call.
