@@ -99,7 +99,7 @@ func BenchmarkView100k(b *testing.B) {
 		{"attention", store.Query{}},
 		{"substring+ttl", store.Query{Filter: "cart:01", LockSort: store.Sort{Column: store.LockByTTL}}},
 		{"glob+key", store.Query{Filter: "cart:0*5", LockSort: store.Sort{Column: store.LockByKey, Reverse: true}}},
-		{"owner+seen", store.Query{Filter: "owner:execute:owner-1*", LockSort: store.Sort{Column: store.LockBySeen}}},
+		{"owner+seen", store.Query{Filter: "owner:execute:owner-1*", LockSort: store.Sort{Column: store.LockByHeld}}},
 	}
 	for _, qc := range queries {
 		b.Run(qc.name, func(b *testing.B) {
