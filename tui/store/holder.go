@@ -14,6 +14,8 @@ import (
 const (
 	// NoRecord is the word for it in a table cell.
 	NoRecord = "no record"
+	// NoRecordGroup names the group of the locks without record (owners by process).
+	NoRecordGroup = "no holder record"
 	// NoRecordWhy is the same in a line, with the reason.
 	NoRecordWhy = "no holder record (stock Medusa or an older client)"
 )

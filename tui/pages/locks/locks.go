@@ -155,7 +155,7 @@ func (p *Page) View() string {
 			{Text: ownerText(e), Style: dim},
 			p.holderCell(e, dim),
 			{Text: common.TTL(e.TTL(now)), Style: st.State(state)},
-			{Text: Held(e, now), Style: dim},
+			{Text: common.Held(e.HeldFor(now)), Style: dim},
 			{Text: wait, Style: dim},
 			{Text: cont, Style: dim},
 		}
@@ -175,16 +175,6 @@ func (p *Page) holderCell(e *store.Entry, style lipgloss.Style) table.Cell {
 	return table.Cell{Text: common.Holder(e.Record.Holder, p.table.Width(holderColumn)), Style: style}
 }
 
-// Held is how long e has been held, as the tables show it: from its holder record where it has
-// one, else how long this console has seen it, marked "≥" (the hold may be older).
-func Held(e *store.Entry, now time.Time) string {
-	held, exact := e.HeldFor(now)
-	if exact {
-		return common.Duration(held)
-	}
-	return "≥" + common.Duration(held)
-}
-
 // holderLine names the selected lock's holder in full, how long it has held the lock and,
 // when the width allows, since when (Redis server time).
 func (p *Page) holderLine(now time.Time) string {
@@ -199,7 +189,7 @@ func (p *Page) holderLine(now time.Time) string {
 			", seen for "+common.Duration(e.SeenFor(now))), p.width)
 	}
 	since, _ := e.HeldSince()
-	line := label + e.Record.Holder.String() + " · held " + Held(e, now)
+	line := label + e.Record.Holder.String() + " · held " + common.Held(e.HeldFor(now))
 	if at := " since " + since.Format("15:04:05"); ansi.StringWidth(line+at) <= p.width {
 		line += at
 	}
