@@ -152,3 +152,17 @@ func TestSelectedLineShowsTheWholeKeyBeforeTheOwner(t *testing.T) {
 	assert.Contains(t, out, "key "+key+"  owner worker:", "the key whole, the owner shortened in its middle")
 	assert.Contains(t, out, "-0001")
 }
+
+func TestDetailSaysALockWithoutRecordHasNone(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "stock:1", Owner: "svc", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
+	feed(m, s)
+	press(m, "enter")
+	feed(m, s)
+	out := screen(m)
+	assert.Contains(t, out, "HOLDER     unknown: "+store.NoRecordWhy)
+	assert.NotContains(t, out, "HELD FOR", "no true hold to show")
+	assert.Contains(t, out, "SEEN FOR   1m00s")
+}
