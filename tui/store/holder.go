@@ -199,6 +199,34 @@ func (r *ProcessRow) holder() *provider.Holder {
 	return &r.Holder
 }
 
+// rankHolders sets the primary sort key of the live rows to their holder's rank in
+// compareHolders order: a sort of 100,000 locks then compares integers, not the strings of a
+// few hundred processes.
+func rankHolders(rows []sortRow) {
+	var holders []*provider.Holder
+	seen := map[provider.Holder]bool{}
+	for _, r := range rows {
+		if h := holderOf(r.e); h != nil && !r.gone && !seen[*h] {
+			seen[*h] = true
+			holders = append(holders, h)
+		}
+	}
+	slices.SortFunc(holders, compareHolders)
+	rank := make(map[provider.Holder]int64, len(holders))
+	for i, h := range holders {
+		rank[*h] = int64(i)
+	}
+	for i := range rows {
+		if rows[i].gone {
+			continue // GONE rows keep their own order (primaryKey)
+		}
+		rows[i].primary = int64(len(holders)) // no record: last
+		if h := holderOf(rows[i].e); h != nil {
+			rows[i].primary = rank[*h]
+		}
+	}
+}
+
 // holderOf is the process in e's holder record, nil when it has none.
 func holderOf(e *Entry) *provider.Holder {
 	if e.Record == nil {

@@ -202,6 +202,9 @@ func (s *Store) Build(q Query, now time.Time) *View {
 			rows = append(rows, sortRow{e: e, gone: gone, primary: primaryKey(col, e, now, v.Contention)})
 		}
 	}
+	if col == LockByHolder {
+		rankHolders(rows)
+	}
 	slices.SortFunc(rows, lockOrder(q.LockSort))
 	v.Locks = make([]*Entry, len(rows))
 	for i := range rows {
@@ -298,7 +301,7 @@ func (s *Store) detail(key string, c *Contention) *Detail {
 }
 
 func lockOrder(s Sort) func(a, b sortRow) int {
-	byOwner, byHolder := s.Column == LockByOwner, s.Column == LockByHolder
+	byOwner := s.Column == LockByOwner
 	return func(a, b sortRow) int {
 		if a.gone != b.gone {
 			if a.gone {
@@ -309,9 +312,6 @@ func lockOrder(s Sort) func(a, b sortRow) int {
 		c := cmp.Compare(a.primary, b.primary)
 		if c == 0 && byOwner {
 			c = strings.Compare(a.e.Owner, b.e.Owner)
-		}
-		if c == 0 && byHolder {
-			c = compareHolders(holderOf(a.e), holderOf(b.e))
 		}
 		if c == 0 {
 			c = strings.Compare(a.e.Key, b.e.Key)
