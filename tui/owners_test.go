@@ -100,3 +100,20 @@ func TestOwnersSortByProcessColumns(t *testing.T) {
 	r, _ := m.owners.SelectedProcess()
 	assert.Equal(t, "importer", r.Holder.Program, "the cursor stays on the process it was on")
 }
+
+func TestOwnersPaneCountsDownOnlyWhileATTLIsOnScreen(t *testing.T) {
+	m := newTestModel(t, Config{})
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "forever", Owner: "*", TTL: provider.NoExpiry}}, clock, 1)
+	press(m, "2")
+	m.Update(viewMsg{view: s.Build(m.query, clock)})
+	assert.False(t, m.ticking, "nothing counts down: no ticks")
+
+	s.Observe([]provider.Lock{{Key: "soon", Owner: "o", TTL: 10 * time.Second}}, clock, 1)
+	m.Update(viewMsg{view: s.Build(m.query, clock)})
+	press(m, "down") // the owner o, whose lock counts down in the pane
+	require.True(t, m.ticking)
+	m.common.Now = func() time.Time { return clock.Add(1500 * time.Millisecond) }
+	m.Update(tickMsg{})
+	assert.Regexp(t, `8\.5s  soon`, screen(m), "the pane's TTL counts down between refreshes")
+}
