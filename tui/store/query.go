@@ -37,7 +37,7 @@ const (
 )
 
 // Columns of the owners table. Natural directions: most keys first, owner and kind A–Z,
-// oldest lock first.
+// oldest hold first (Entry.HeldSince).
 const (
 	OwnerByKeys = iota
 	OwnerByOwner
@@ -77,7 +77,7 @@ type Query struct {
 	Detail string
 }
 
-// OwnerRow is one line of the owners view.
+// OwnerRow is one line of the owners view grouped by owner id.
 type OwnerRow struct {
 	Owner string
 	// Kind is "execute", "named" or "anonymous" (see Kind).
