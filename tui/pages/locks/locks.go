@@ -39,8 +39,8 @@ type Page struct {
 func New(c *common.Common) *Page {
 	cols := []table.Column{
 		{Title: "STATE", Width: 8},
-		{Title: "KEY", Width: 12, Flex: 4, Middle: true},
-		{Title: "OWNER", Width: 8, Flex: 1, Middle: true},
+		{Title: "KEY", Width: 12, Flex: 3, Middle: true},
+		{Title: "OWNER", Width: 8, Flex: 2, Middle: true},
 		{Title: "HOLDER", Width: 12, Flex: 2},
 		{Title: "TTL", Width: 9, Right: true},
 		{Title: "HELD", Width: 6, Right: true},
