@@ -57,7 +57,7 @@ func (m *model) askRelease() {
 func (m *model) askReleaseAll() {
 	owner, ok := m.selectedOwner()
 	if !ok {
-		m.setNotice("no owner selected", true)
+		m.noOwnerSelected()
 		return
 	}
 	if owner == "" {
@@ -221,6 +221,16 @@ func (m *model) selectedOwner() (string, bool) {
 		return "", false
 	}
 	return e.Owner, true
+}
+
+// noOwnerSelected says why there is no owner to act on: none under the cursor, or a process row,
+// which may stand for several owner ids.
+func (m *model) noOwnerSelected() {
+	if m.active == pageOwners && m.owners.ByProcess() {
+		m.setNotice("a process is not an owner id: "+m.common.Keys.Group.Help().Key+" groups the owners by owner id", true)
+		return
+	}
+	m.setNotice("no owner selected", true)
 }
 
 func plural(n int, one, many string) string {

@@ -9,6 +9,7 @@
 //
 //	↑/k ↓/j pgup pgdn g G   move                  tab S-tab 1-4   views
 //	enter   detail (owners: the owner's locks)    esc             back / clear the filter
+//	t       owners view: group by process / by owner id
 //	/       filter: substring, glob with * ? [, owner:… for owners, =KEY (read at once)
 //	:       view by name (:locks :owners :hot :detail :help :q), as in k9s
 //	s S     next sort column / reverse            p               sample contention 30 s (paid)
@@ -50,10 +51,14 @@
 //
 // # Columns
 //
-// SEEN is the time since this console first saw the owner hold the key, not since it acquired
-// it; the detail view shows the true HELD FOR from the lock's holder record, where there is one
-// (docs/fencing.md), and says so when there is none (a lock taken by stock Medusa). TTL counts down in tenths, never rounded up; a
-// key of another type without expiry reads "no expiry". GONE rows come after the live ones in
-// every order. Keys and owners too wide for their column are shortened in the middle, and the
-// line under the table shows the selected key and owner whole.
+// HOLDER names the process in the lock's holder record (program/pid@host, shortened host first;
+// "no record" for a lock taken by stock Medusa or an older client). HELD counts from the
+// record's acquired-at (Redis server time); without record it is the time since this console
+// first saw the owner hold the key, a lower bound marked "≥", never passed off as the hold. The
+// detail view adds the fencing token (docs/fencing.md). The owners view groups by owner id or by
+// process (the locks without record in one row) and lists the selected group's oldest locks
+// under its table. TTL counts down in tenths, never rounded up; a key of another type without
+// expiry reads "no expiry". GONE rows come after the live ones in every order. Keys and owners
+// too wide for their column are shortened in the middle, and the two lines under the locks table
+// show the selected key and owner whole, and its holder.
 package tui

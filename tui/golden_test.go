@@ -19,18 +19,22 @@ var update = flag.Bool("update", false, "rewrite the golden screens in testdata/
 
 // operatorStore is what an operator meets at 3 a.m.: cart locks whose ids differ only at their
 // end, a stuck NO TTL owner, the empty owner, an owner with a terminal escape, a key of another
-// type, and locks that just went away; the cart lock the detail shows has a holder record held
-// for hours, which the console has seen for five minutes.
+// type, and locks that just went away; three locks have holder records (two of them one
+// worker process's), the cart lock the detail shows held for hours, which the console has seen
+// for five minutes.
 func operatorStore() *store.Store {
 	s := store.New()
 	exec := "execute:0b5a3c1e-0000-4000-8000-0000000000"
+	worker := provider.Holder{Host: "ip-10-0-12-34", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge}
+	server := provider.Holder{Host: "web-1", PID: 311, Program: "medusa-server", Client: provider.ClientGo}
 	locks := []provider.Lock{
-		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1AB", Owner: exec + "01", TTL: 42 * time.Second},
+		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1AB", Owner: exec + "01", TTL: 42 * time.Second, Record: &provider.Record{
+			Holder: server, AcquiredAt: clock.Add(-12 * time.Minute), FencingToken: 1796180000000002}},
 		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1CD", Owner: exec + "02", TTL: 800 * time.Millisecond},
 		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1EF", Owner: exec + "03", TTL: 55 * time.Second, Record: &provider.Record{
-			Holder:     provider.Holder{Host: "ip-10-0-12-34", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge},
-			AcquiredAt: clock.Add(-3 * time.Hour), FencingToken: 1796180000000001}},
-		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1GH", Owner: exec + "04", TTL: 58 * time.Second},
+			Holder: worker, AcquiredAt: clock.Add(-3 * time.Hour), FencingToken: 1796180000000001}},
+		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1GH", Owner: exec + "04", TTL: 58 * time.Second, Record: &provider.Record{
+			Holder: worker, AcquiredAt: clock.Add(-40 * time.Second), FencingToken: 1796180000000003}},
 		{Key: "k-stuck", Owner: "worker-crashed", TTL: provider.NoExpiry},
 		{Key: "migration-scripts-running", Owner: "", TTL: provider.NoExpiry},
 		{Key: "order:7", Owner: "svc\x1b[2J", TTL: 30 * time.Second},
@@ -74,6 +78,8 @@ func TestGoldenScreens(t *testing.T) {
 		{"detail", []string{"down", "down", "down", "down", "enter"}},
 		{"hot", []string{"3"}},
 		{"owners", []string{"2"}},
+		{"owners-by-process", []string{"2", "t"}},
+		{"owners-by-process-worker", []string{"2", "t", "down"}},
 		{"help", []string{"?"}},
 		{"release-dialog", []string{"d"}},
 	}

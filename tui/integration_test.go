@@ -151,7 +151,7 @@ func TestIntegrationForceReleaseOnlyIfOwnerUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "owner-b", got, "another owner's lock is never deleted")
 
-	c.awaitMatch(`cart:1 +owner-b +\d`) // the table, not the notice
+	c.awaitMatch(`cart:1 +owner-b +no record +\d`) // the table, not the notice
 	c.press("d")
 	c.await(`owner  "owner-b"`)
 	c.press("y")

@@ -68,6 +68,8 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 		m.sort(false)
 	case key.Matches(k, km.SortReverse):
 		m.sort(true)
+	case key.Matches(k, km.Group) && m.active == pageOwners:
+		m.toggleGrouping()
 	case key.Matches(k, km.Sample):
 		return m.toggleSampling()
 	case key.Matches(k, km.Refresh):
@@ -194,7 +196,7 @@ func (m *model) copySelected(owner bool) tea.Cmd {
 	if owner {
 		o, ok := m.selectedOwner()
 		if !ok {
-			m.setNotice("no owner selected", true)
+			m.noOwnerSelected()
 			return nil
 		}
 		text, what = o, "owner"
@@ -254,11 +256,14 @@ func (m *model) showDetail(key string) {
 	m.setQuery(q)
 }
 
-// enter opens the detail of the selected lock; on the owners page it lists the owner's locks.
+// enter opens the detail of the selected lock; on the owners page it lists the owner's locks,
+// or opens the detail of the process's oldest lock.
 func (m *model) enter() {
 	switch m.active {
 	case pageOwners:
-		if o, ok := m.owners.Selected(); ok {
+		if r, ok := m.owners.SelectedProcess(); ok && len(r.Locks) > 0 {
+			m.showDetail(r.Locks[0].Key) // the process's oldest lock: the suspect
+		} else if o, ok := m.owners.Selected(); ok {
 			_ = m.applyFilter(store.Exact(true, o.Owner)) // an owner filter reads nothing
 			m.active = pageLocks
 		}
@@ -287,11 +292,27 @@ func (m *model) sort(reverse bool) {
 	case pageLocks:
 		q.LockSort = next(q.LockSort, len(store.LockColumns))
 	case pageOwners:
-		q.OwnerSort = next(q.OwnerSort, len(store.OwnerColumns))
+		if q.Grouping == store.ByProcess {
+			q.ProcessSort = next(q.ProcessSort, len(store.ProcessColumns))
+		} else {
+			q.OwnerSort = next(q.OwnerSort, len(store.OwnerColumns))
+		}
 	case pageHot:
 		q.HotSort = next(q.HotSort, len(store.HotColumns))
 	default:
 		return
 	}
 	m.setQuery(q)
+}
+
+// toggleGrouping groups the owners view by process instead of by owner id, or back.
+func (m *model) toggleGrouping() {
+	q := m.query
+	q.Grouping = store.ByProcess
+	what := "process (from the holder records)"
+	if m.query.Grouping == store.ByProcess {
+		q.Grouping, what = store.ByOwner, "owner id"
+	}
+	m.setQuery(q)
+	m.setNotice("owners grouped by "+what, false)
 }

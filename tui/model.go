@@ -248,6 +248,8 @@ func (m *model) counting() bool {
 	switch m.active {
 	case pageLocks:
 		return m.locks.Counting()
+	case pageOwners:
+		return m.owners.Counting()
 	case pageDetail:
 		return m.detail.Counting()
 	}

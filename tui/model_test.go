@@ -488,6 +488,9 @@ func TestOwnersThatDoNotPrintAreQuotedEverywhere(t *testing.T) {
 	feed(m, s)
 	for _, view := range []string{"1", "2"} {
 		press(m, view)
+		if view == "1" {
+			press(m, "down") // the table's OWNER column is too narrow: the selected line has it whole
+		}
 		out := m.View().Content
 		assert.NotContains(t, out, "\x1b[2J", "view %s: the escape is not sent to the terminal", view)
 		assert.Contains(t, screen(m), `"x\x1b[2J"`, "view %s", view)

@@ -102,14 +102,17 @@ func TestDetailShowsAShortLeaseUnrounded(t *testing.T) {
 	assert.Contains(t, screen(m), "0.9s of a 1.0s lease", "not \"1.0s of a 0s lease\": the countdown is cut down, the lease kept")
 }
 
-func TestSeenIsNotCalledHeld(t *testing.T) {
+// TestSeenIsNotPassedOffAsHeld: without holder record, how long the console has seen a lock is
+// only a lower bound of its hold, and the HELD column says so.
+func TestSeenIsNotPassedOffAsHeld(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	feed(m, sampleStore())
 	out := screen(m)
-	assert.Contains(t, out, " SEEN ")
+	assert.Regexp(t, `\bHELD\s+WAIT`, out)
+	assert.Regexp(t, `no record .* ≥10s `, out)
+	assert.NotRegexp(t, `\d\.\ds +10s `, out, "a TTL followed by a bare seen time")
 	assert.NotContains(t, out, "HELD FOR")
-	assert.NotRegexp(t, `\bHELD\s+CONT`, out)
 }
 
 func TestCursorStaysOnTheTopRowWhileLoading(t *testing.T) {
@@ -148,4 +151,18 @@ func TestSelectedLineShowsTheWholeKeyBeforeTheOwner(t *testing.T) {
 	out := screen(m)
 	assert.Contains(t, out, "key "+key+"  owner worker:", "the key whole, the owner shortened in its middle")
 	assert.Contains(t, out, "-0001")
+}
+
+func TestDetailSaysALockWithoutRecordHasNone(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "stock:1", Owner: "svc", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
+	feed(m, s)
+	press(m, "enter")
+	feed(m, s)
+	out := screen(m)
+	assert.Contains(t, out, "HOLDER     unknown: "+store.NoRecordWhy)
+	assert.NotContains(t, out, "HELD FOR", "no true hold to show")
+	assert.Contains(t, out, "SEEN FOR   1m00s")
 }

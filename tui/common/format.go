@@ -145,3 +145,12 @@ func Truncate(s string, width int) string {
 	}
 	return ansi.Truncate(s, max(width, 0), "…")
 }
+
+// Held formats how long a lock has been held (store.Entry.HeldFor): exact from its holder
+// record, else how long the console has seen it, marked "≥" (the hold may be older).
+func Held(held time.Duration, exact bool) string {
+	if exact {
+		return Duration(held)
+	}
+	return "≥" + Duration(held)
+}

@@ -9,7 +9,7 @@ type KeyMap struct {
 
 	NextView, PrevView, Views, Enter, Back key.Binding
 
-	Filter, Command, Sort, SortReverse, Sample, Refresh, CopyKey, CopyOwner key.Binding
+	Filter, Command, Sort, SortReverse, Group, Sample, Refresh, CopyKey, CopyOwner key.Binding
 
 	Release, ReleaseAll key.Binding
 
@@ -35,6 +35,7 @@ func DefaultKeyMap(readOnly bool) *KeyMap {
 		Filter:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter")),
 		Sort:        key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort column")),
 		SortReverse: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "reverse sort")),
+		Group:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "owner/process")),
 		Command:     key.NewBinding(key.WithKeys(":"), key.WithHelp(":", "view by name")),
 		Sample:      key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "sample (paid)")),
 		Refresh:     key.NewBinding(key.WithKeys("r", "ctrl+r"), key.WithHelp("r", "refresh now")),
@@ -65,6 +66,6 @@ func (k *KeyMap) FullHelp() [][]key.Binding {
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom},
 		{k.NextView, k.PrevView, k.Views, k.Command, k.Enter, k.Back},
 		{k.Filter, k.Sort, k.SortReverse, k.Refresh, k.CopyKey, k.CopyOwner},
-		{k.Release, k.ReleaseAll, k.Sample, k.Help, k.Quit},
+		{k.Release, k.ReleaseAll, k.Group, k.Sample, k.Help, k.Quit},
 	}
 }

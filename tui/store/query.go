@@ -22,21 +22,22 @@ type Sort struct {
 func (s Sort) Next(n int) Sort { return Sort{Column: (s.Column + 1) % max(n, 1)} }
 
 // Columns of the locks table. Natural directions: state by attention (NO TTL and EXPIRING
-// first), key and owner A–Z, TTL soonest first, seen longest first, most waiters first,
-// most contended first. Whatever the order, GONE rows come after the live ones.
+// first), key and owner A–Z, holder by program, host and pid (no record last), TTL soonest first, held longest first (Entry.HeldSince), most
+// waiters first, most contended first. Whatever the order, GONE rows come after the live ones.
 const (
 	LockByState = iota
 	LockByKey
 	LockByOwner
+	LockByHolder
 	LockByTTL
-	LockBySeen
+	LockByHeld
 	LockByWaiters
 	LockByContended
 	lockColumns
 )
 
 // Columns of the owners table. Natural directions: most keys first, owner and kind A–Z,
-// oldest lock first.
+// oldest hold first (Entry.HeldSince).
 const (
 	OwnerByKeys = iota
 	OwnerByOwner
@@ -56,32 +57,33 @@ const (
 
 // LockColumns, OwnerColumns and HotColumns name the sortable columns of each table.
 var (
-	LockColumns  = [lockColumns]string{"STATE", "KEY", "OWNER", "TTL", "SEEN", "WAIT", "CONT/s"}
+	LockColumns  = [lockColumns]string{"STATE", "KEY", "OWNER", "HOLDER", "TTL", "HELD", "WAIT", "CONT/s"}
 	OwnerColumns = [ownerColumns]string{"KEYS", "OWNER", "KIND", "OLDEST"}
 	HotColumns   = [hotColumns]string{"CONTENDED", "WAITERS", "ATTEMPTS", "KEY"}
 )
 
-// Query says what a View holds: the filter, the order of each table and the key of the
-// detail view.
+// Query says what a View holds: the filter, the order of each table, the grouping of the
+// owners view and the key of the detail view.
 type Query struct {
-	Filter    string
-	LockSort  Sort
-	OwnerSort Sort
-	HotSort   Sort
+	Filter      string
+	LockSort    Sort
+	OwnerSort   Sort
+	ProcessSort Sort
+	HotSort     Sort
+	// Grouping is how the owners view groups the locks: by owner id (Owners) or by process
+	// (Processes, built only then).
+	Grouping Grouping
 	// Detail is the key shown in the detail view ("" for none).
 	Detail string
 }
 
-// OwnerRow is one line of the owners view.
+// OwnerRow is one line of the owners view grouped by owner id.
 type OwnerRow struct {
 	Owner string
 	// Kind is "execute", "named" or "anonymous" (see Kind).
 	Kind string
-	// Keys is the number of locks the owner holds among the filtered locks.
-	Keys int
-	// Oldest is when the owner's oldest lock was first seen, and OldestKey its key.
-	Oldest    time.Time
-	OldestKey string
+	// Group is the owner's locks among the filtered locks.
+	Group
 }
 
 // HotRow is one line of the hot-locks ranking.
@@ -117,6 +119,9 @@ type View struct {
 	Contention map[string]*Contention
 	// Owners are the owners of the filtered locks in the order of Query.OwnerSort.
 	Owners []OwnerRow
+	// Processes are the processes holding the filtered locks, in the order of
+	// Query.ProcessSort; built only when Query.Grouping is ByProcess (nil otherwise).
+	Processes []ProcessRow
 	// OwnerKeys counts the locks of every owner, unfiltered: what a release-all would take.
 	OwnerKeys map[string]int
 	// Hot ranks the filtered keys that saw contention, in the order of Query.HotSort.
@@ -167,6 +172,7 @@ func (s *Store) Build(q Query, now time.Time) *View {
 	}
 	rows := make([]sortRow, 0, len(s.recs))
 	owners := map[string]*ownerAgg{}
+	var held []*Entry // the filtered live locks, for the grouping by process
 	col := q.LockSort.Column
 	for i := range s.recs {
 		e := s.recs[i].entry
@@ -183,10 +189,9 @@ func (s *Store) Build(q Query, now time.Time) *View {
 			}
 			o.total++
 			if match {
-				o.row.Keys++
-				if o.row.Keys == 1 || e.FirstSeen.Before(o.row.Oldest) ||
-					e.FirstSeen.Equal(o.row.Oldest) && e.Key < o.row.OldestKey {
-					o.row.Oldest, o.row.OldestKey = e.FirstSeen, e.Key
+				o.row.add(e)
+				if q.Grouping == ByProcess {
+					held = append(held, e)
 				}
 			}
 		}
@@ -196,6 +201,9 @@ func (s *Store) Build(q Query, now time.Time) *View {
 			}
 			rows = append(rows, sortRow{e: e, gone: gone, primary: primaryKey(col, e, now, v.Contention)})
 		}
+	}
+	if col == LockByHolder {
+		rankHolders(rows)
 	}
 	slices.SortFunc(rows, lockOrder(q.LockSort))
 	v.Locks = make([]*Entry, len(rows))
@@ -211,6 +219,10 @@ func (s *Store) Build(q Query, now time.Time) *View {
 		}
 	}
 	slices.SortFunc(v.Owners, ownerOrder(q.OwnerSort))
+	if q.Grouping == ByProcess {
+		v.Processes = processes(held)
+		slices.SortFunc(v.Processes, processOrder(q.ProcessSort))
+	}
 	v.Hot = s.hot(f, v.Contention)
 	slices.SortFunc(v.Hot, hotOrder(q.HotSort))
 	if q.Detail != "" {
@@ -239,8 +251,9 @@ func primaryKey(col int, e *Entry, now time.Time, cont map[string]*Contention) i
 			return math.MaxInt64
 		}
 		return e.Deadline.UnixNano()
-	case LockBySeen:
-		return e.FirstSeen.UnixNano()
+	case LockByHeld:
+		since, _ := e.HeldSince()
+		return since.UnixNano()
 	case LockByWaiters:
 		if c == nil {
 			return 0
@@ -248,7 +261,7 @@ func primaryKey(col int, e *Entry, now time.Time, cont map[string]*Contention) i
 		return -(int64(min(c.Waiters, 1<<20))<<40 + int64(c.ContendedPerSec*1000))
 	case LockByContended:
 		return contention()
-	case LockByKey, LockByOwner:
+	case LockByKey, LockByOwner, LockByHolder:
 		return 0
 	default:
 		// State in the top bits, contention below: NO TTL, EXPIRING… first, busiest first.

@@ -105,7 +105,7 @@ func TestLockSort(t *testing.T) {
 		{store.Sort{Column: store.LockByKey, Reverse: true}, []string{"e-new", "d-held", "c-nottl", "b-held", "a-expiring"}},
 		{store.Sort{Column: store.LockByOwner}, []string{"e-new", "a-expiring", "d-held", "b-held", "c-nottl"}},
 		{store.Sort{Column: store.LockByTTL}, []string{"a-expiring", "e-new", "b-held", "d-held", "c-nottl"}},
-		{store.Sort{Column: store.LockBySeen}, []string{"a-expiring", "b-held", "c-nottl", "d-held", "e-new"}},
+		{store.Sort{Column: store.LockByHeld}, []string{"a-expiring", "b-held", "c-nottl", "d-held", "e-new"}},
 	}
 	for _, c := range cases {
 		v := s.Build(store.Query{LockSort: c.sort}, now)

@@ -150,6 +150,15 @@ func (m *Model) Update(msg tea.Msg) bool {
 	return true
 }
 
+// Width returns the width of column col as laid out for the table's width: what a page
+// shortens a text to when it knows better than Middle how (0 before SetSize).
+func (m *Model) Width(col int) int {
+	if col < 0 || col >= len(m.widths) {
+		return 0
+	}
+	return m.widths[col]
+}
+
 // Window returns the rows on screen: [from, to).
 func (m *Model) Window() (from, to int) {
 	return m.offset, min(m.offset+m.visible(), m.rows)

@@ -111,11 +111,11 @@ func (p *Page) holderLines(e *store.Entry, now time.Time, label func(string) str
 	st := p.common.Styles
 	r := e.Record
 	if r == nil {
-		return []string{label("HOLDER") + st.Dim.Render("unknown: no holder record (taken by stock Medusa)")}
+		return []string{label("HOLDER") + st.Dim.Render("unknown: "+store.NoRecordWhy)}
 	}
 	return []string{
 		label("HOLDER") + r.Holder.String(),
-		label("HELD FOR") + common.Duration(max(now.Sub(r.AcquiredAt), 0)) + st.Dim.Render("  since "+
+		label("HELD FOR") + common.Held(e.HeldFor(now)) + st.Dim.Render("  since "+
 			r.AcquiredAt.Format("15:04:05")+" (Redis server time)"),
 		label("FENCE") + fmt.Sprintf("%d", r.FencingToken) + st.Dim.Render("  fencing token of this hold"),
 	}

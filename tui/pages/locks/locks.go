@@ -3,9 +3,11 @@ package locks
 
 import (
 	"strconv"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/locktui/locktui/provider"
@@ -15,9 +17,10 @@ import (
 )
 
 // Legend explains the columns of the locks table (the help screen shows it).
-const Legend = "SEEN since first seen here · WAIT waiting now · CONT/s contended/s (last 10s)"
+const Legend = "HELD since taken (≥: seen here, no record) · WAIT waiting · CONT/s last 10s"
 
-// Page is the locks table and, under it, the selected lock's full key and owner on one line.
+// Page is the locks table and, under it, the selected lock's full key and owner on one line and
+// its holder on the next.
 // The cursor follows the selected key when the rows are re-sorted, except while the first
 // refresh is loading: then it stays on the top row, where the NO TTL suspects sort, until the
 // operator moves it.
@@ -36,20 +39,27 @@ type Page struct {
 func New(c *common.Common) *Page {
 	cols := []table.Column{
 		{Title: "STATE", Width: 8},
-		{Title: "KEY", Width: 10, Flex: 3, Middle: true},
+		{Title: "KEY", Width: 12, Flex: 3, Middle: true},
 		{Title: "OWNER", Width: 8, Flex: 2, Middle: true},
+		{Title: "HOLDER", Width: 12, Flex: 2},
 		{Title: "TTL", Width: 9, Right: true},
-		{Title: "SEEN", Width: 6, Right: true},
-		{Title: "WAIT", Width: 5, Right: true},
-		{Title: "CONT/s", Width: 7, Right: true},
+		{Title: "HELD", Width: 6, Right: true},
+		{Title: "WAIT", Width: 4, Right: true},
+		{Title: "CONT/s", Width: 6, Right: true},
 	}
 	return &Page{common: c, table: table.New(c, cols), empty: "loading…", pinned: true}
 }
 
-// SetSize sets the page size; the selected lock's line takes one.
+// selectedLines is the height of the selected lock's lines under the table.
+const selectedLines = 2
+
+// holderColumn is the index of the HOLDER column.
+const holderColumn = 3
+
+// SetSize sets the page size; the selected lock's lines take two.
 func (p *Page) SetSize(width, height int) {
 	p.width = width
-	p.table.SetSize(width, max(height-1, 1))
+	p.table.SetSize(width, max(height-selectedLines, 1))
 }
 
 // SetEmpty sets what the table says when it has no rows (the root model knows whether a
@@ -143,13 +153,47 @@ func (p *Page) View() string {
 			{Text: state.String(), Style: st.State(state)},
 			{Text: provider.Printable(e.Key), Style: dim},
 			{Text: ownerText(e), Style: dim},
+			p.holderCell(e, dim),
 			{Text: common.TTL(e.TTL(now)), Style: st.State(state)},
-			{Text: common.Duration(e.SeenFor(now)), Style: dim},
+			{Text: common.Held(e.HeldFor(now)), Style: dim},
 			{Text: wait, Style: dim},
 			{Text: cont, Style: dim},
 		}
 	}, p.empty)
-	return rows + "\n" + p.selectedLine()
+	return rows + "\n" + p.selectedLine() + "\n" + p.holderLine(now)
+}
+
+// holderCell names the process in the lock's holder record, shortened for the HOLDER column;
+// store.NoRecord, dimmed, when there is none; "-" for a key that is not a lock.
+func (p *Page) holderCell(e *store.Entry, style lipgloss.Style) table.Cell {
+	switch {
+	case e.Foreign:
+		return table.Cell{Text: "-", Style: p.common.Styles.Dim}
+	case e.Record == nil:
+		return table.Cell{Text: store.NoRecord, Style: p.common.Styles.Dim}
+	}
+	return table.Cell{Text: common.Holder(e.Record.Holder, p.table.Width(holderColumn)), Style: style}
+}
+
+// holderLine names the selected lock's holder in full, how long it has held the lock and,
+// when the width allows, since when (Redis server time).
+func (p *Page) holderLine(now time.Time) string {
+	st := p.common.Styles
+	e, ok := p.Selected()
+	if !ok || e.Foreign {
+		return ""
+	}
+	const label = "holder "
+	if e.Record == nil {
+		return common.Truncate(st.StatusKey.Render(label)+st.Dim.Render(store.NoRecordWhy+
+			", seen for "+common.Duration(e.SeenFor(now))), p.width)
+	}
+	since, _ := e.HeldSince()
+	line := label + e.Record.Holder.String() + " · held " + common.Held(e.HeldFor(now))
+	if at := " since " + since.Format("15:04:05"); ansi.StringWidth(line+at) <= p.width {
+		line += at
+	}
+	return common.Truncate(st.StatusKey.Render(label)+line[len(label):], p.width)
 }
 
 // ownerText is the owner as the table shows it: escaped and quoted when it is not plain (the
