@@ -158,7 +158,7 @@ func (s *session) releaseOne(ctx context.Context, tr *trail, key string, o *opti
 		action = audit.ActionForceReleaseAny
 		r = tr.ForceReleaseAny(ctx, key)
 	} else {
-		r = tr.ForceRelease(ctx, key, o.owner)
+		r = tr.ForceReleaseOwner(ctx, key, o.owner)
 	}
 	switch {
 	case r.Err != nil:

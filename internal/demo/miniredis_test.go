@@ -106,7 +106,7 @@ func TestProviderOnMiniredis(t *testing.T) {
 	require.NoError(t, p.Acquire(ctx, []string{"order:1"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 
 	// ForceRelease compares the owner; ForceReleaseAny reports who held it.
-	ok, err = p.ForceRelease(ctx, "order:1", "someone-else")
+	ok, err = p.ForceReleaseOwner(ctx, "order:1", "someone-else")
 	require.NoError(t, err)
 	assert.False(t, ok)
 	owner, ok, err := p.ForceReleaseAny(ctx, "order:1")
