@@ -260,7 +260,7 @@ func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) 
 	// and two waits of one owner that overlap could re-enter each other's keys, so that the
 	// give-back of the later one put back the earlier one's lock after both failed.
 	tokens, err := c.s.prov.AcquireTokens(ctx, req.Keys, provider.AcquireOptions{
-		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim, Holder: c.holder})
+		Owner: req.Owner, Expire: provider.StockAcquireExpire(req.Expire), AwaitQueue: req.AwaitQueue, Claim: req.Claim, Holder: c.holder})
 	if err != nil {
 		return nil, mapError(ctx, err)
 	}

@@ -103,8 +103,9 @@ type Request struct {
 	Keys []string
 	// Owner is the owner (acquire, release, release_all); "" when absent or null, meaning "*".
 	Owner string
-	// Expire is the lock TTL (acquire: 0 means no expiry; lease: 0 means the default), already
-	// rounded up to whole seconds.
+	// Expire is the lock TTL, already rounded up to whole seconds. Acquire: 0 (absent) means no
+	// expiry, as stock's acquire without expire (provider.StockAcquireExpire); lease: 0 means
+	// the default.
 	Expire time.Duration
 	// AwaitQueue makes acquire wait for held keys.
 	AwaitQueue bool

@@ -13,9 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// NoExpiry is the TTL reported for a lock that never expires.
-const NoExpiry = time.Duration(-1)
-
 // Lock is one key under the namespace, as the console and the CLI show it.
 type Lock struct {
 	// Key is the lock key without namespace.

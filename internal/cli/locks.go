@@ -48,7 +48,8 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	}
 	defer c.Close()
 
-	opts := provider.AcquireOptions{Owner: o.owner, Expire: o.expire}
+	// Without --expire (or with --expire 0) the lock never expires, as stock's acquire.
+	opts := provider.AcquireOptions{Owner: o.owner, Expire: provider.StockAcquireExpire(o.expire)}
 	actx := ctx
 	if o.wait > 0 {
 		opts.AwaitQueue = true
