@@ -67,7 +67,7 @@ func TestProviderOnMiniredis(t *testing.T) {
 	require.ErrorIs(t, err, provider.ErrNotAcquired)
 	assert.Equal(t, `Failed to acquire lock for key "cart:2"`, err.Error())
 	require.NoError(t, p.Acquire(ctx, []string{"cart:1"}, provider.AcquireOptions{Owner: "a", Expire: 10 * time.Second}))
-	require.NoError(t, p.Acquire(ctx, []string{"stuck"}, provider.AcquireOptions{}))
+	require.NoError(t, p.Acquire(ctx, []string{"stuck"}, provider.AcquireOptions{Expire: provider.NoExpiry}))
 	require.NoError(t, client.HSet(ctx, ns+"foreign", "f", "v").Err())
 
 	locks, err := p.List(ctx)
