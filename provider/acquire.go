@@ -19,7 +19,9 @@ type AcquireOptions struct {
 	// Expire is the lock's TTL, rounded up to whole seconds (1.5 s gives 2 s; stock rejects
 	// fractions with a Redis error); zero means DefaultLeaseExpire (60 s), as for a lease; below
 	// one second, negative included, it is 1 s, as stock clamps it. NoExpiry makes a lock that
-	// never expires, as stock's acquire does when expire is omitted. A same-owner re-acquire
+	// never expires, as stock's acquire does when expire is omitted. The lock is not renewed: a
+	// caller that holds it longer than Expire may lose it to the TTL unawares (hold it through
+	// AcquireLease or Execute instead, or ask for NoExpiry). A same-owner re-acquire
 	// rewrites the TTL, and with NoExpiry clears it (a call that fails puts the previous TTL
 	// back; see Acquire).
 	Expire time.Duration
