@@ -47,12 +47,12 @@ func (r Released) Result() string {
 	return ResultReleased
 }
 
-// ForceRelease deletes key only if owner still holds it (provider ForceRelease: the
+// ForceReleaseOwner deletes key only while owner still holds it (provider ForceReleaseOwner: the
 // compare-and-delete of the console's d and of release --owner) and records it as
 // ActionForceRelease. A key of another type is not deleted and is no error.
-func (r *Releaser) ForceRelease(ctx context.Context, key, owner string) Released {
+func (r *Releaser) ForceReleaseOwner(ctx context.Context, key, owner string) Released {
 	holder := r.holder(ctx, key)
-	ok, err := r.Provider.ForceRelease(ctx, key, owner)
+	ok, err := r.Provider.ForceReleaseOwner(ctx, key, owner)
 	if err != nil && r.foreign(ctx, key) {
 		err = nil // WRONGTYPE: not a lock, so not held
 	}

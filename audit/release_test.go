@@ -33,9 +33,9 @@ func TestReleaserRecordsEveryOutcome(t *testing.T) {
 	t.Cleanup(func() { _ = trail.Close() })
 	r := &audit.Releaser{Provider: p, Sink: trail, Operator: "ana@ops", Namespace: provider.DefaultNamespace, Server: "redis://x"}
 
-	assert.Equal(t, audit.Released{Count: 0, Owner: "o2"}, r.ForceRelease(ctx, "a", "o2"), "another owner's lock stays")
-	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ForceRelease(ctx, "a", "o1"))
-	assert.Equal(t, audit.Released{Count: 0, Owner: "o1"}, r.ForceRelease(ctx, "hash", "o1"), "a key of another type is not held")
+	assert.Equal(t, audit.Released{Count: 0, Owner: "o2"}, r.ForceReleaseOwner(ctx, "a", "o2"), "another owner's lock stays")
+	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ForceReleaseOwner(ctx, "a", "o1"))
+	assert.Equal(t, audit.Released{Count: 0, Owner: "o1"}, r.ForceReleaseOwner(ctx, "hash", "o1"), "a key of another type is not held")
 	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ForceReleaseAny(ctx, "b"))
 	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ReleaseOwner(ctx, "o1"))
 	assert.Equal(t, audit.Released{Count: 1, Owner: "o3"}, r.ForceReleaseAny(ctx, "stock"))
@@ -76,7 +76,7 @@ func TestReleaserReportsAFailedRecordButReleases(t *testing.T) {
 	p := provider.New(client, nil)
 	require.NoError(t, p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "o1"}))
 	r := &audit.Releaser{Provider: p, Sink: failingSink{}}
-	got := r.ForceRelease(ctx, "a", "o1")
+	got := r.ForceReleaseOwner(ctx, "a", "o1")
 	assert.Equal(t, 1, got.Count, "the release happened")
 	assert.ErrorContains(t, got.AuditErr, "disk full")
 	assert.Equal(t, audit.ResultReleased, got.Result())

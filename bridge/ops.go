@@ -223,8 +223,8 @@ func (c *conn) do(ctx context.Context, req Request, renewals float64, t *turn) (
 		n, err := c.s.prov.ReleaseAll(ctx, req.Owner)
 		return countResult{Count: n}, mapError(ctx, err)
 	case OpSettle:
-		held, err := c.s.prov.Settle(ctx, req.Keys, req.Owner, req.Claim)
-		return settleResult{Held: held}, mapError(ctx, err)
+		tokens, err := c.s.prov.SettleTokens(ctx, req.Keys, req.Owner, req.Claim)
+		return newSettleResult(tokens), mapError(ctx, err)
 	case OpLease:
 		result, err := c.lease(ctx, req, renewals, t)
 		if grant, ok := result.(leaseResult); ok {
@@ -260,11 +260,11 @@ func (c *conn) acquire(ctx context.Context, req Request, t *turn) (any, *Error) 
 	// and two waits of one owner that overlap could re-enter each other's keys, so that the
 	// give-back of the later one put back the earlier one's lock after both failed.
 	tokens, err := c.s.prov.AcquireTokens(ctx, req.Keys, provider.AcquireOptions{
-		Owner: req.Owner, Expire: req.Expire, AwaitQueue: req.AwaitQueue, Claim: req.Claim, Holder: c.holder})
+		Owner: req.Owner, Expire: provider.StockAcquireExpire(req.Expire), AwaitQueue: req.AwaitQueue, Claim: req.Claim, Holder: c.holder})
 	if err != nil {
 		return nil, mapError(ctx, err)
 	}
-	return fencing{FencingToken: provider.FencingTokenOf(tokens), FencingTokens: tokens}, nil
+	return fencingOf(tokens), nil
 }
 
 // checkRequest enforces the token's owner and key prefixes on every op that names them.

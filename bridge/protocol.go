@@ -3,6 +3,8 @@ package bridge
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/locktui/locktui/provider"
 )
 
 // ProtocolVersion is the version of docs/bridge-protocol.md this package speaks.
@@ -103,8 +105,9 @@ type Request struct {
 	Keys []string
 	// Owner is the owner (acquire, release, release_all); "" when absent or null, meaning "*".
 	Owner string
-	// Expire is the lock TTL (acquire: 0 means no expiry; lease: 0 means the default), already
-	// rounded up to whole seconds.
+	// Expire is the lock TTL, already rounded up to whole seconds. Acquire: 0 (absent) means no
+	// expiry, as stock's acquire without expire (provider.StockAcquireExpire); lease: 0 means
+	// the default.
 	Expire time.Duration
 	// AwaitQueue makes acquire wait for held keys.
 	AwaitQueue bool
@@ -164,12 +167,29 @@ type (
 	}
 	settleResult struct {
 		Held bool `json:"held"`
+		// fencing is the acquire's tokens when it held its keys (absent when not held): what
+		// its own reply would have carried.
+		*fencing
 	}
 	resumeResult struct {
 		Known    bool      `json:"known"`
 		Outcomes []outcome `json:"outcomes,omitempty"`
 	}
 )
+
+// fencingOf is the fencing part of a grant's reply, for the tokens of its keys.
+func fencingOf(tokens map[string]int64) fencing {
+	return fencing{FencingToken: provider.FencingTokenOf(tokens), FencingTokens: tokens}
+}
+
+// newSettleResult is the reply to settle: held, with the tokens, when tokens is not nil.
+func newSettleResult(tokens map[string]int64) settleResult {
+	if tokens == nil {
+		return settleResult{}
+	}
+	f := fencingOf(tokens)
+	return settleResult{Held: true, fencing: &f}
+}
 
 // outcome is what became of one request of a resumed session.
 type outcome struct {

@@ -80,12 +80,16 @@ func TestResumeNeedsTheSessionsToken(t *testing.T) {
 	c.fail(req{"id": 3, "op": "resume", "session": "nope", "ids": []any{}}, "bad_request", "")
 }
 
-// settle tells whether an acquire's claim holds its keys, and undoes a partial one.
+// settle tells whether an acquire's claim holds its keys, with their fencing tokens, and undoes a
+// partial one.
 func TestSettleTellsWhetherAClaimHoldsItsKeys(t *testing.T) {
 	h := start(t)
 	c := h.dial(testToken)
-	c.ok(req{"id": 1, "op": "acquire", "keys": []string{"a", "b"}, "owner": "o", "claim": "claim-1"})
-	require.Equal(t, req{"held": true}, c.ok(req{"id": 2, "op": "settle", "keys": []string{"a", "b"}, "owner": "o", "claim": "claim-1"}))
+	granted := c.ok(req{"id": 1, "op": "acquire", "keys": []string{"a", "b"}, "owner": "o", "claim": "claim-1"})
+	require.Positive(t, granted["fencing_token"])
+	require.Equal(t, req{"held": true, "fencing_token": granted["fencing_token"], "fencing_tokens": granted["fencing_tokens"]},
+		c.ok(req{"id": 2, "op": "settle", "keys": []string{"a", "b"}, "owner": "o", "claim": "claim-1"}),
+		"a settled acquire gets the tokens its lost reply carried")
 	require.Equal(t, req{"held": false}, c.ok(req{"id": 3, "op": "settle", "keys": []string{"a"}, "owner": "o", "claim": "claim-2"}))
 	require.Equal(t, "o", h.owner("a"), "settling another claim leaves the holder alone")
 	c.fail(req{"id": 4, "op": "acquire", "keys": []string{"c"}, "claim": "no spaces"}, "bad_request", "")

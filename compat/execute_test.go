@@ -216,10 +216,10 @@ func TestExecuteCompat(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, "*", owner)
 
-		ok, err = goP.ForceRelease(ctx, "inv:1", "someone-else")
+		ok, err = goP.ForceReleaseOwner(ctx, "inv:1", "someone-else")
 		require.NoError(t, err)
 		require.False(t, ok, "compare-and-delete with the wrong owner")
-		ok, err = goP.ForceRelease(ctx, "inv:1", "stock-owner")
+		ok, err = goP.ForceReleaseOwner(ctx, "inv:1", "stock-owner")
 		require.NoError(t, err)
 		require.True(t, ok)
 		ok, err = stock.Release(ctx, []string{"inv:1"}, "stock-owner")
@@ -227,7 +227,7 @@ func TestExecuteCompat(t *testing.T) {
 		require.False(t, ok, "stock sees its lock gone")
 
 		// Force-releasing the running stock execute's key makes stock lose its lease.
-		ok, err = goP.ForceRelease(ctx, "inv:2", inv2.Owner)
+		ok, err = goP.ForceReleaseOwner(ctx, "inv:2", inv2.Owner)
 		require.NoError(t, err)
 		require.True(t, ok)
 		reason, err := held.Aborted(ctx)

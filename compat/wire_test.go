@@ -68,7 +68,7 @@ func checkWire(ctx context.Context, t *testing.T, e *env) {
 		t.Run(c.name, func(t *testing.T) {
 			for _, cl := range c.calls {
 				require.NoError(t, e.goP.Acquire(ctx, []string{goKey}, provider.AcquireOptions{
-					Owner: cl.owner, Expire: time.Duration(cl.expire * float64(time.Second))}))
+					Owner: cl.owner, Expire: provider.StockAcquireExpire(time.Duration(cl.expire * float64(time.Second)))}))
 				require.NoError(t, e.stock.Acquire(ctx, []string{stockKey}, stocknode.AcquireArgs{
 					OwnerID: cl.owner, Expire: cl.expire}))
 			}

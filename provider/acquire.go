@@ -17,16 +17,19 @@ type AcquireOptions struct {
 	// Owner holds the lock; "" means the anonymous owner "*", which is never re-entrant.
 	Owner string
 	// Expire is the lock's TTL, rounded up to whole seconds (1.5 s gives 2 s; stock rejects
-	// fractions with a Redis error); below one second, negative included, it is 1 s, as stock
-	// clamps it. Zero makes a lock that never expires, as stock does when expire is omitted; a
-	// same-owner re-acquire rewrites the TTL, and without Expire clears it (a call that fails
-	// puts the previous TTL back; see Acquire).
+	// fractions with a Redis error); zero means DefaultLeaseExpire (60 s), as for a lease; below
+	// one second, negative included, it is 1 s, as stock clamps it. NoExpiry makes a lock that
+	// never expires, as stock's acquire does when expire is omitted. The lock is not renewed: a
+	// caller that holds it longer than Expire may lose it to the TTL unawares (hold it through
+	// AcquireLease or Execute instead, or ask for NoExpiry). A same-owner re-acquire
+	// rewrites the TTL, and with NoExpiry clears it (a call that fails puts the previous TTL
+	// back; see Acquire).
 	Expire time.Duration
 	// AwaitQueue waits (with jittered exponential backoff) until every key is free instead of
 	// failing at once. Stock Medusa waits forever; here the wait ends with ctx. A release of the
 	// key by anyone that the Provider hears of ends the backoff sleep at once (see
 	// docs/waiting.md), and with Options.FairQueue the call waits its turn in the key's queue. With an
-	// Expire, the keys held while waiting for later ones are extended every Expire/3, and after
+	// expiry, the keys held while waiting for later ones are extended every Expire/3, and after
 	// such a wait every key is confirmed to be the owner's (and extended to the full Expire)
 	// before Acquire returns: a key lost meanwhile is waited for again. (A wait that holds no
 	// key has nothing to confirm: the attempt that ends it sets the full Expire.)
@@ -73,7 +76,7 @@ func (p *Provider) AcquireTokens(ctx context.Context, keys []string, opts Acquir
 		return nil, nil
 	}
 	h := p.newHoldings(ownerOrDefault(opts.Owner), opts.Claim, opts.Holder)
-	ttl := ttlSeconds(opts.Expire)
+	ttl := ttlSeconds(acquireExpire(opts.Expire))
 	var err error
 	if opts.AwaitQueue {
 		_, err = p.acquireQueued(ctx, keys, h, ttl, opts.Queued)

@@ -114,11 +114,15 @@ func TestLostAnonymousAcquireReplyLeavesNothingBehind(t *testing.T) {
 
 func TestSettleTellsWhetherAClaimHoldsItsKeys(t *testing.T) {
 	e := newEnv(t, nil)
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Claim: "c1"}))
+	taken, err := e.p.AcquireTokens(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Claim: "c1"})
+	require.NoError(t, err)
 
 	held, err := e.p.Settle(ctx(t), []string{"b", "a"}, "o", "c1")
 	require.NoError(t, err)
 	require.True(t, held, "c1 took both keys")
+	tokens, err := e.p.SettleTokens(ctx(t), []string{"b", "a"}, "o", "c1")
+	require.NoError(t, err)
+	require.Equal(t, taken, tokens, "a settled acquisition gets the tokens its grant had")
 
 	held, err = e.p.Settle(ctx(t), []string{"a"}, "o", "c2")
 	require.NoError(t, err)
@@ -127,9 +131,9 @@ func TestSettleTellsWhetherAClaimHoldsItsKeys(t *testing.T) {
 
 	// A claim that holds only some of its keys (its caller died half-way) is undone.
 	require.NoError(t, e.p.Acquire(ctx(t), []string{"c"}, provider.AcquireOptions{Owner: "p", Claim: "c3"}))
-	held, err = e.p.Settle(ctx(t), []string{"c", "d"}, "p", "c3")
+	tokens, err = e.p.SettleTokens(ctx(t), []string{"c", "d"}, "p", "c3")
 	require.NoError(t, err)
-	require.False(t, held)
+	require.Nil(t, tokens, "not held: no tokens")
 	e.requireFree("c")
 
 	_, err = e.p.Settle(ctx(t), []string{"a"}, "o", "")

@@ -29,6 +29,10 @@ var (
 	ErrOutcomeUnknown = errors.New("provider: outcome unknown")
 )
 
+// errNoExpiryLease refuses a lease or Execute asked for NoExpiry.
+var errNoExpiryLease = fmt.Errorf("%w: a lease always expires: NoExpiry is for Acquire only; give the lease an Expire (zero means %s)",
+	ErrInvalidArgument, DefaultLeaseExpire)
+
 // ConflictError is a lock conflict with the message stock Medusa gives for it (a MedusaError of
 // type "conflict" on the Node side). errors.Is matches it against its sentinel and its cause.
 //

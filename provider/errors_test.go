@@ -91,7 +91,7 @@ func TestRedisGoneGivesAClearError(t *testing.T) {
 		},
 		"list":          func() error { _, err := e.p.List(c); return err },
 		"get":           func() error { _, _, err := e.p.Get(c, "k"); return err },
-		"force release": func() error { _, err := e.p.ForceRelease(c, "k", "o"); return err },
+		"force release": func() error { _, err := e.p.ForceReleaseOwner(c, "k", "o"); return err },
 		"force any":     func() error { _, _, err := e.p.ForceReleaseAny(c, "k"); return err },
 	}
 	for name, call := range checks {

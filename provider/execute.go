@@ -10,7 +10,8 @@ import (
 type ExecuteOptions struct {
 	// Timeout bounds the wait for every key; default Options.WaitLockingTimeout (5 s).
 	Timeout time.Duration
-	// Expire is the lease renewed while the job runs; default 60 s.
+	// Expire is the lease renewed while the job runs, as LeaseOptions.Expire: zero means
+	// DefaultLeaseExpire (60 s); NoExpiry is refused (ErrInvalidArgument).
 	Expire time.Duration
 }
 

@@ -54,6 +54,12 @@ func TestExecuteRejectsBadArguments(t *testing.T) {
 	require.ErrorIs(t, err, provider.ErrInvalidArgument)
 	err = e.p.Execute(ctx(t), []string{"k"}, nil, provider.ExecuteOptions{})
 	require.ErrorIs(t, err, provider.ErrInvalidArgument)
+	ran := false
+	err = e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { ran = true; return nil },
+		provider.ExecuteOptions{Expire: provider.NoExpiry})
+	require.ErrorIs(t, err, provider.ErrInvalidArgument, "a lease always expires")
+	require.ErrorContains(t, err, "NoExpiry is for Acquire only")
+	require.False(t, ran)
 	e.requireFree("k")
 }
 

@@ -13,9 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// NoExpiry is the TTL reported for a lock that never expires.
-const NoExpiry = time.Duration(-1)
-
 // Lock is one key under the namespace, as the console and the CLI show it.
 type Lock struct {
 	// Key is the lock key without namespace.
@@ -227,9 +224,10 @@ func trimNamespace(redisKeys []string, ns string) []string {
 	return keys
 }
 
-// ForceRelease deletes key only if owner still holds it: the owner the operator saw. It returns
-// false (and deletes nothing) when the key is gone or now held by someone else.
-func (p *Provider) ForceRelease(ctx context.Context, key, owner string) (bool, error) {
+// ForceReleaseOwner force-releases key only while owner still holds it: the owner the operator
+// saw (a compare-and-delete). It returns false (and deletes nothing) when the key is gone or now
+// held by someone else. ForceReleaseAny releases whoever holds the key.
+func (p *Provider) ForceReleaseOwner(ctx context.Context, key, owner string) (bool, error) {
 	res, errs, err := p.deleteBatch(ctx, releaseScript, []string{key}, sendOnce, owner, nil, 0, true)
 	if err != nil {
 		err = unknownIfRan(err)
@@ -254,7 +252,7 @@ func (p *Provider) ForceReleaseAny(ctx context.Context, key string) (owner strin
 		if !exists || lock.Foreign {
 			return "", false, nil
 		}
-		released, err := p.ForceRelease(ctx, key, lock.Owner)
+		released, err := p.ForceReleaseOwner(ctx, key, lock.Owner)
 		if err != nil || released {
 			return lock.Owner, released, err
 		}

@@ -98,17 +98,17 @@ func TestForceReleaseComparesTheOwner(t *testing.T) {
 	c := ctx(t)
 	e.set("k", "o1", 0)
 
-	ok, err := e.p.ForceRelease(c, "k", "o2")
+	ok, err := e.p.ForceReleaseOwner(c, "k", "o2")
 	require.NoError(t, err)
 	require.False(t, ok)
 	e.requireOwner("k", "o1")
 
-	ok, err = e.p.ForceRelease(c, "k", "o1")
+	ok, err = e.p.ForceReleaseOwner(c, "k", "o1")
 	require.NoError(t, err)
 	require.True(t, ok)
 	e.requireFree("k")
 
-	ok, err = e.p.ForceRelease(c, "k", "o1")
+	ok, err = e.p.ForceReleaseOwner(c, "k", "o1")
 	require.NoError(t, err)
 	require.False(t, ok)
 }

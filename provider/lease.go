@@ -18,8 +18,9 @@ type LeaseOptions struct {
 	Owner string
 	// Timeout bounds the wait for every key; default Options.WaitLockingTimeout (5 s).
 	Timeout time.Duration
-	// Expire is the lease, renewed every max(Expire/3, 250 ms) while held; default 60 s,
-	// rounded up to whole seconds.
+	// Expire is the lease, renewed every max(Expire/3, 250 ms) while held; zero (or negative)
+	// means DefaultLeaseExpire (60 s); rounded up to whole seconds. NoExpiry is refused
+	// (ErrInvalidArgument): a lease always expires.
 	Expire time.Duration
 	// Queued, when set, is called once, as soon as Redis has answered the call's first attempt
 	// (the call then holds the keys or waits for them; with Options.FairQueue, once it is in the
@@ -99,6 +100,9 @@ const renewRetryMin = 100 * time.Millisecond
 func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOptions) (*Lease, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: a lease needs at least one key", ErrInvalidArgument)
+	}
+	if opts.Expire == NoExpiry {
+		return nil, errNoExpiryLease
 	}
 	owner := opts.Owner
 	if owner == "" {

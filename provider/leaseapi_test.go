@@ -62,6 +62,21 @@ func TestAcquireLeaseNeedsAKey(t *testing.T) {
 	require.Nil(t, l)
 }
 
+// A zero Expire is the default lease, for a lease as for Acquire; NoExpiry is refused.
+func TestLeaseExpireZeroIsTheDefaultAndNoExpiryIsRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{})
+	require.NoError(t, err)
+	require.Equal(t, int64(provider.DefaultLeaseExpire/time.Second), e.ttl("k"))
+	_, err = l.Release(ctx(t))
+	require.NoError(t, err)
+
+	l, err = e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: provider.NoExpiry})
+	require.ErrorIs(t, err, provider.ErrInvalidArgument)
+	require.Nil(t, l)
+	e.requireFree("k")
+}
+
 func TestAcquireLeaseTimesOut(t *testing.T) {
 	e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
 	e.set("b", "holder", 0)

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"log/slog"
+	"math"
 	"time"
 )
 
@@ -22,13 +23,22 @@ const (
 	DefaultMaximumRetryInterval = time.Second
 	// DefaultBackoffFactor multiplies the wait after every failed attempt.
 	DefaultBackoffFactor = 2.0
-	// DefaultLeaseExpire is Execute's lease when none is given.
+	// DefaultLeaseExpire is the TTL of a lock or lease whose Expire is zero (AcquireOptions,
+	// LeaseOptions, ExecuteOptions): stock execute's default lease.
 	DefaultLeaseExpire = 60 * time.Second
 	// DefaultQueueTicketTTL is the life of an unrefreshed fair-queue ticket (QueueTicketTTL).
 	DefaultQueueTicketTTL = 2 * time.Second
 	// MinRenewInterval is the floor of the renewal interval, max(expire/3, 250 ms) as in stock.
 	MinRenewInterval = 250 * time.Millisecond
 )
+
+// NoExpiry is the TTL of a lock that never expires, both asked for and reported. As
+// AcquireOptions.Expire it takes locks without a TTL: what stock Medusa's acquire does when no
+// expire is given; such a lock stays until it is released, also when its holder died. It is the
+// one way to ask for that (a zero Expire gives DefaultLeaseExpire, as for a lease), and a value
+// no arithmetic on durations yields by accident. AcquireLease and Execute refuse it with
+// ErrInvalidArgument: a lease always expires. Lock.TTL reads NoExpiry for a key without TTL.
+const NoExpiry time.Duration = math.MinInt64
 
 // Options tune a Provider. The zero value (or a nil *Options) gives stock Medusa's defaults.
 type Options struct {

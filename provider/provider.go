@@ -63,11 +63,31 @@ func ownerOrDefault(owner string) string {
 	return owner
 }
 
-// ttlSeconds renders a lock TTL as stock sends it: whole seconds, at least 1, "0" for no expiry.
+// acquireExpire is the TTL an Acquire asks for: DefaultLeaseExpire for zero, else as given
+// (NoExpiry included).
+func acquireExpire(d time.Duration) time.Duration {
+	if d == 0 {
+		return DefaultLeaseExpire
+	}
+	return d
+}
+
+// StockAcquireExpire is the AcquireOptions.Expire that gives what stock Medusa's acquire does
+// with an expire of d: NoExpiry for zero (stock's acquire without expire, or with 0: a lock
+// that never expires), else d. A caller that takes stock's arguments (the bridge, locktui
+// acquire) passes them through it.
+func StockAcquireExpire(d time.Duration) time.Duration {
+	if d == 0 {
+		return NoExpiry
+	}
+	return d
+}
+
+// ttlSeconds renders a lock TTL as stock sends it: whole seconds, at least 1, "0" for NoExpiry.
 // A duration that is not a whole number of seconds is rounded up, so a lease is never shorter
 // than asked (stock Medusa rejects fractional seconds with a Redis error instead).
 func ttlSeconds(d time.Duration) int64 {
-	if d == 0 {
+	if d == NoExpiry {
 		return 0
 	}
 	if d < time.Second {

@@ -36,7 +36,7 @@ type queue struct {
 	p       *Provider
 	ctx     context.Context // ends the wait: the error then matches its cause
 	keys    []string        // sorted, de-duplicated
-	ttl     int64           // seconds; 0: the keys never expire
+	ttl     int64           // seconds; 0: the keys never expire (NoExpiry)
 	h       *holdings       // what a failure puts back
 	started time.Time
 	delay   time.Duration // the backoff delay, shared by all keys of the call

@@ -25,7 +25,7 @@ func TestHolderRecordDescribesTheLock(t *testing.T) {
 	require.Equal(t, "claim-1", rec.Fields["claim"])
 
 	// A re-entry without expiry: marked, no expiry, still current.
-	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Claim: "claim-2"}))
+	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Claim: "claim-2", Expire: provider.NoExpiry}))
 	rec, ok, err = e.p.HolderRecord(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)

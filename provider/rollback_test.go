@@ -20,10 +20,11 @@ func TestFailedAcquireRestoresTheTTLOfKeysTheOwnerHeld(t *testing.T) {
 		queue   bool
 		wantTTL int64 // whole seconds as Redis rounds them, -1: none
 	}{
-		{"TTL kept by a call without Expire", 100 * time.Second, 0, false, 100},
+		{"TTL kept by a call with NoExpiry", 100 * time.Second, provider.NoExpiry, false, 100},
+		{"TTL kept by a call with the default Expire", 100 * time.Second, 0, false, 100},
 		{"TTL kept by a call with another Expire", 100 * time.Second, 5 * time.Second, false, 100},
 		{"no expiry kept", 0, 5 * time.Second, false, -1},
-		{"queued call that times out", 100 * time.Second, 0, true, 100},
+		{"queued call that times out", 100 * time.Second, provider.NoExpiry, true, 100},
 		{"queued call with Expire that times out", 0, 5 * time.Second, true, -1},
 	}
 	for _, c := range cases {

@@ -14,11 +14,19 @@ import (
 // again with a new claim. Settle is only meaningful once the acquisition can no longer run (its
 // caller, process or connection is gone); a Redis error matches ErrOutcomeUnknown.
 func (p *Provider) Settle(ctx context.Context, keys []string, owner, claim string) (bool, error) {
+	tokens, err := p.SettleTokens(ctx, keys, owner, claim)
+	return tokens != nil, err
+}
+
+// SettleTokens is Settle that also returns, when the acquisition holds every key, the fencing
+// token of each (the one its holder record carries: what AcquireTokens would have returned), in
+// the same round trip. When it did not, the map is nil.
+func (p *Provider) SettleTokens(ctx context.Context, keys []string, owner, claim string) (map[string]int64, error) {
 	if len(keys) == 0 {
-		return true, nil
+		return map[string]int64{}, nil
 	}
 	if claim == "" {
-		return false, fmt.Errorf("%w: settle needs the claim of the acquisition", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: settle needs the claim of the acquisition", ErrInvalidArgument)
 	}
 	owner = ownerOrDefault(owner)
 	sorted := normalizeKeys(keys)
@@ -27,17 +35,19 @@ func (p *Provider) Settle(ctx context.Context, keys []string, owner, claim strin
 		err = errors.Join(errs...)
 	}
 	if err != nil {
-		return false, fmt.Errorf("settle %s: %w: %w", quoteKeys(sorted), ErrOutcomeUnknown, err)
+		return nil, fmt.Errorf("settle %s: %w: %w", quoteKeys(sorted), ErrOutcomeUnknown, err)
 	}
-	held := 0
-	for _, r := range res {
-		held += int(r)
+	tokens := make(map[string]int64, len(sorted))
+	for i, token := range res {
+		if token > 0 {
+			tokens[sorted[i]] = token
+		}
 	}
-	if held == len(sorted) {
-		return true, nil
+	if len(tokens) == len(sorted) {
+		return tokens, nil
 	}
 	if err := p.giveBack(ctx, sorted, owner, claim); err != nil {
-		return false, fmt.Errorf("settle %s: %w: %w", quoteKeys(sorted), ErrOutcomeUnknown, err)
+		return nil, fmt.Errorf("settle %s: %w: %w", quoteKeys(sorted), ErrOutcomeUnknown, err)
 	}
-	return false, nil
+	return nil, nil
 }

@@ -91,10 +91,10 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 				require.True(t, ok)
 			}
 		}},
-		{"ForceRelease", func(t *testing.T, e *env) func() {
+		{"ForceReleaseOwner", func(t *testing.T, e *env) func() {
 			acquired(t, e)
 			return func() {
-				ok, err := e.p.ForceRelease(ctx(t), "k", "holder")
+				ok, err := e.p.ForceReleaseOwner(ctx(t), "k", "holder")
 				require.NoError(t, err)
 				require.True(t, ok)
 			}

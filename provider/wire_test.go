@@ -84,15 +84,17 @@ func TestExecuteOwnerIsFreshUUIDv4PerCall(t *testing.T) {
 	require.Regexp(t, executeOwner, provider.NewExecuteOwner())
 }
 
-// TTLs are whole seconds as in stock; zero means no expiry. A fraction above one second is
-// rounded up (stock rejects it with a Redis error), so a lock never lives shorter than asked.
+// TTLs are whole seconds as in stock; zero means the default lease (60 s), NoExpiry no expiry.
+// A fraction above one second is rounded up (stock rejects it with a Redis error), so a lock
+// never lives shorter than asked.
 func TestAcquireTTLWholeSeconds(t *testing.T) {
 	cases := []struct {
 		expire time.Duration
 		want   int64
 	}{
 		{10 * time.Second, 10},
-		{0, -1},
+		{0, 60},
+		{provider.NoExpiry, -1},
 		{500 * time.Millisecond, 1},
 		{-5 * time.Second, 1},
 		{1500 * time.Millisecond, 2},
@@ -118,8 +120,8 @@ func TestSameOwnerReacquireRewritesTTL(t *testing.T) {
 	require.Equal(t, int64(10), e.ttl("k"))
 	acquire(20 * time.Second)
 	require.Equal(t, int64(20), e.ttl("k"), "re-acquire with Expire rewrites the TTL")
-	acquire(0)
-	require.Equal(t, int64(-1), e.ttl("k"), "re-acquire without Expire makes the lock persistent")
+	acquire(provider.NoExpiry)
+	require.Equal(t, int64(-1), e.ttl("k"), "re-acquire with NoExpiry makes the lock persistent")
 	e.requireOwner("k", "o1")
 }
 

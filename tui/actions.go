@@ -121,7 +121,7 @@ func (m *model) release(req releaseReq) tea.Cmd {
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, mutationTimeout)
 		defer cancel()
-		r := m.releaser().ForceRelease(ctx, req.key, req.owner)
+		r := m.releaser().ForceReleaseOwner(ctx, req.key, req.owner)
 		res := releaseDoneMsg{key: req.key, owner: req.owner, released: r.Count == 1, err: r.Err, auditErr: auditFailed(r)}
 		if r.Err == nil && r.Count == 0 {
 			if l, ok, err := m.cfg.Provider.Get(ctx, req.key); err == nil && ok && !l.Foreign {

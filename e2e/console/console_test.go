@@ -111,7 +111,7 @@ func TestOperatorFindsAndReleasesStuckOwner(t *testing.T) {
 	ctx := context.Background()
 
 	// A stuck owner (no TTL) and a healthy lock of another owner that must survive.
-	require.NoError(t, locks.Acquire(ctx, []string{"cart:stuck"}, provider.AcquireOptions{Owner: "worker-crashed"}))
+	require.NoError(t, locks.Acquire(ctx, []string{"cart:stuck"}, provider.AcquireOptions{Owner: "worker-crashed", Expire: provider.NoExpiry}))
 	require.NoError(t, locks.Acquire(ctx, []string{"order:healthy"}, provider.AcquireOptions{Owner: "worker-ok", Expire: time.Hour}))
 
 	bin := buildLocktui(t)
@@ -152,7 +152,7 @@ func TestReadOnlyConsoleCannotRelease(t *testing.T) {
 	client := srv.Client(t)
 	locks := provider.New(client, nil)
 	ctx := context.Background()
-	require.NoError(t, locks.Acquire(ctx, []string{"cart:stuck"}, provider.AcquireOptions{Owner: "worker-crashed"}))
+	require.NoError(t, locks.Acquire(ctx, []string{"cart:stuck"}, provider.AcquireOptions{Owner: "worker-crashed", Expire: provider.NoExpiry}))
 
 	term := startTerminal(t, buildLocktui(t)+" --redis "+srv.URL+" --read-only")
 	term.await("console lists the lock with an RO badge", "cart:stuck", " RO ")

@@ -41,7 +41,7 @@ func TestExactLookupOnALargeServer(t *testing.T) {
 	ctx := context.Background()
 	otherKeys(t, ctx, srv, 400_000)
 	locks := provider.New(srv.Client(t), nil)
-	require.NoError(t, locks.Acquire(ctx, []string{"k-stuck"}, provider.AcquireOptions{Owner: "worker-crashed"}))
+	require.NoError(t, locks.Acquire(ctx, []string{"k-stuck"}, provider.AcquireOptions{Owner: "worker-crashed", Expire: provider.NoExpiry}))
 
 	term := startTerminal(t, buildLocktui(t)+" --redis "+srv.URL+" --audit-log "+filepath.Join(t.TempDir(), "audit.jsonl"))
 	term.await("console opens and starts its first refresh", "loading…")
@@ -71,7 +71,7 @@ func TestCopySendsOSC52(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	locks := provider.New(srv.Client(t), nil)
-	require.NoError(t, locks.Acquire(ctx, []string{"cart:stuck"}, provider.AcquireOptions{Owner: "worker-crashed"}))
+	require.NoError(t, locks.Acquire(ctx, []string{"cart:stuck"}, provider.AcquireOptions{Owner: "worker-crashed", Expire: provider.NoExpiry}))
 
 	term := startTerminal(t, buildLocktui(t)+" --redis "+srv.URL+" --read-only")
 	raw := filepath.Join(t.TempDir(), "pane.raw")

@@ -73,7 +73,7 @@ func TestGetALockWithItsHolderRecord(t *testing.T) {
 	require.Equal(t, g.Record.Claim, g.Record.Fields["claim"])
 
 	// A re-entry by the same owner is marked.
-	require.NoError(t, e.p.Acquire(context.Background(), []string{"cart:1"}, provider.AcquireOptions{Owner: "worker 1"}))
+	require.NoError(t, e.p.Acquire(context.Background(), []string{"cart:1"}, provider.AcquireOptions{Owner: "worker 1", Expire: provider.NoExpiry}))
 	g = getJSON(t, e, "cart:1", cli.ExitOK)
 	require.Equal(t, int64(-1), *g.TTLms)
 	require.True(t, g.Record.Reentered)

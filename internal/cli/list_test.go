@@ -20,7 +20,7 @@ func seed(t *testing.T, e *env) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, e.p.Acquire(ctx, []string{"cart:2"}, provider.AcquireOptions{Owner: "execute:abc", Expire: time.Minute}))
-	require.NoError(t, e.p.Acquire(ctx, []string{"cart:1"}, provider.AcquireOptions{Owner: "worker 1"}))
+	require.NoError(t, e.p.Acquire(ctx, []string{"cart:1"}, provider.AcquireOptions{Owner: "worker 1", Expire: provider.NoExpiry}))
 	require.NoError(t, e.p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "*", Expire: 30 * time.Second}))
 	client := e.srv.Client(t)
 	require.NoError(t, client.RPush(ctx, "medusa_lock:queue", "x").Err())

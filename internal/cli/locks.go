@@ -48,7 +48,8 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	}
 	defer c.Close()
 
-	opts := provider.AcquireOptions{Owner: o.owner, Expire: o.expire}
+	// Without --expire (or with --expire 0) the lock never expires, as stock's acquire.
+	opts := provider.AcquireOptions{Owner: o.owner, Expire: provider.StockAcquireExpire(o.expire)}
 	actx := ctx
 	if o.wait > 0 {
 		opts.AwaitQueue = true
@@ -158,7 +159,7 @@ func (s *session) releaseOne(ctx context.Context, tr *trail, key string, o *opti
 		action = audit.ActionForceReleaseAny
 		r = tr.ForceReleaseAny(ctx, key)
 	} else {
-		r = tr.ForceRelease(ctx, key, o.owner)
+		r = tr.ForceReleaseOwner(ctx, key, o.owner)
 	}
 	switch {
 	case r.Err != nil:

@@ -85,7 +85,7 @@ func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.IntN(len(xs))] }
 
 // plant takes an abandoned lock: no TTL, and nobody will release it.
 func (s *Simulator) plant(ctx context.Context, p *provider.Provider, st stuckTemplate) {
-	err := p.Acquire(ctx, []string{st.key}, provider.AcquireOptions{Owner: st.owner()})
+	err := p.Acquire(ctx, []string{st.key}, provider.AcquireOptions{Owner: st.owner(), Expire: provider.NoExpiry})
 	s.count(ctx, err)
 }
 

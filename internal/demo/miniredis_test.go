@@ -67,7 +67,7 @@ func TestProviderOnMiniredis(t *testing.T) {
 	require.ErrorIs(t, err, provider.ErrNotAcquired)
 	assert.Equal(t, `Failed to acquire lock for key "cart:2"`, err.Error())
 	require.NoError(t, p.Acquire(ctx, []string{"cart:1"}, provider.AcquireOptions{Owner: "a", Expire: 10 * time.Second}))
-	require.NoError(t, p.Acquire(ctx, []string{"stuck"}, provider.AcquireOptions{}))
+	require.NoError(t, p.Acquire(ctx, []string{"stuck"}, provider.AcquireOptions{Expire: provider.NoExpiry}))
 	require.NoError(t, client.HSet(ctx, ns+"foreign", "f", "v").Err())
 
 	locks, err := p.List(ctx)
@@ -106,7 +106,7 @@ func TestProviderOnMiniredis(t *testing.T) {
 	require.NoError(t, p.Acquire(ctx, []string{"order:1"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 
 	// ForceRelease compares the owner; ForceReleaseAny reports who held it.
-	ok, err = p.ForceRelease(ctx, "order:1", "someone-else")
+	ok, err = p.ForceReleaseOwner(ctx, "order:1", "someone-else")
 	require.NoError(t, err)
 	assert.False(t, ok)
 	owner, ok, err := p.ForceReleaseAny(ctx, "order:1")

@@ -199,7 +199,8 @@ class Requests {
 
   settled(settle, result) {
     this.client.logger?.debug?.(`locking-bridge: settled "acquire" (claim ${settle.fields.claim}): held: ${result.held === true}`)
-    if (result.held === true) return this.client.finish(settle.acquire, null, {})
+    // Held: the settle reply carries the tokens the lost acquire reply had (fencing_token(s)).
+    if (result.held === true) return this.client.finish(settle.acquire, null, result)
     // Nothing of it is held (the bridge undid a partial one): send it again with a new claim.
     this.again(settle.acquire)
   }

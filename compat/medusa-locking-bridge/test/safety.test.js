@@ -124,18 +124,23 @@ describe("defect 7: a lost acquire reply never leaves a lock behind a rejected c
     assert.equal(await a.release(key, { ownerId: "o7" }), true)
   })
 
-  test("a restarted bridge: settle finds the keys held, the acquire succeeds", async () => {
+  test("a restarted bridge: settle finds the keys held, the acquire succeeds with its fencing token", async () => {
     const debug = []
     const a = client(fast, { logger: { debug: (m) => debug.push(m) } })
     const key = "s7_settle_held"
     await a.ready(20000)
     fast.clientProxy.blackhole("down")
-    const acquired = a.acquire(key, { ownerId: "o7" }) // no expire: a lock left here stays forever
+    const fencing = {}
+    const acquired = a.acquire(key, { ownerId: "o7", fencing }) // no expire: a lock left here stays forever
     await waitFor("the acquire to run", async () => (await env.raw.get(NS + key)) === "o7")
     await fast.end("SIGKILL")
     await fast.start()
     reconnect()
-    assert.equal(await acquired, undefined)
+    assert.equal(await acquired, fencing)
+    // The settled acquire has the token its lost reply carried: the holder record's fence.
+    const fence = Number(await env.raw.hget(`locktui:{${NS}${key}}:holder`, "fence"))
+    assert.ok(fence > 0, `fence ${fence}`)
+    assert.deepEqual(fencing, { fencingToken: fence, fencingTokens: { [key]: fence } })
     assert.ok(debug.some((m) => /resumed "acquire" .*: unknown/.test(m)), debug.join("\n"))
     assert.ok(debug.some((m) => /settled "acquire" .*held: true/.test(m)), debug.join("\n"))
     assert.equal(await env.raw.ttl(NS + key), -1)
