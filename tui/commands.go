@@ -53,14 +53,14 @@ func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
 		m.conn.infoOK = false
 		m.conn.err = msg.err
 		now := m.common.Now()
-		m.conn.retry.fail(now)
-		wait := m.conn.retry.wait(now)
+		m.conn.retry.Fail(now)
+		wait := m.conn.retry.Wait(now)
 		m.setStickyNotice("Redis does not answer: " + msg.err.Error())
 		return m.after(wait, heartbeatDueMsg{})
 	}
 	wasDown := m.conn.down
 	m.conn.down, m.conn.err = false, nil
-	m.conn.retry.reset()
+	m.conn.retry.Reset()
 	if wasDown {
 		m.setNotice("Redis answers again: refreshing", false)
 	}
@@ -73,11 +73,11 @@ func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
 	// with backoff.
 	now := m.common.Now()
 	subscribing := m.conn.infoOK && m.conn.info.Keyspace() && m.keyspace.idle() &&
-		(msg.info != nil || m.keyspace.retry.due(now))
+		(msg.info != nil || m.keyspace.retry.Due(now))
 	if subscribing {
 		cmds = append(cmds, m.subscribeKeyspace(m.conn.info.DB))
 	}
-	if m.wantEvents() && m.events.idle() && (wasDown || m.events.retry.due(now)) {
+	if m.wantEvents() && m.events.idle() && (wasDown || m.events.retry.Due(now)) {
 		cmds = append(cmds, m.subscribeEvents())
 	}
 	// The first refresh, and one after an outage; held for a keyspace subscription being made,
@@ -121,7 +121,7 @@ func (m *model) onScanDone(msg scanDoneMsg) tea.Cmd {
 		// Redis does answer (a refused command, say), try again after the interval.
 		m.setNotice("refresh failed: "+msg.err.Error(), true)
 		gen := m.scanGen
-		return m.after(max(m.pollInterval(), retryMin), scanDueMsg{gen: gen})
+		return m.after(max(m.pollInterval(), source.RetryMin), scanDueMsg{gen: gen})
 	}
 	m.lastScan = msg.stats
 	m.loaded = true
@@ -231,15 +231,8 @@ func (m *model) readKeyspace() tea.Cmd {
 		if err != nil {
 			return keyspaceReadMsg{err: err}
 		}
-		found, absent, at, err := m.src.Read(ctx, keys)
-		if err != nil {
+		if _, err := m.src.ReadInto(ctx, m.hub, keys); err != nil {
 			return keyspaceReadMsg{err: err}
-		}
-		if len(found) > 0 {
-			m.hub.Observe(found, at, 0)
-		}
-		if len(absent) > 0 {
-			m.hub.Absent(absent, at)
 		}
 		return keyspaceReadMsg{keys: len(keys), lost: lost}
 	})
@@ -345,17 +338,11 @@ func (m *model) lookupKey(key string) tea.Cmd {
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		found, absent, at, err := m.src.ReadUnpaced(ctx, []string{key})
+		found, err := m.src.ReadUnpacedInto(ctx, m.hub, []string{key})
 		if err != nil {
 			return lookupMsg{gen: gen, err: err}
 		}
-		if len(found) > 0 {
-			m.hub.Observe(found, at, 0)
-		}
-		if len(absent) > 0 {
-			m.hub.Absent(absent, at)
-		}
-		return lookupMsg{gen: gen, found: len(found) > 0}
+		return lookupMsg{gen: gen, found: found > 0}
 	})
 }
 

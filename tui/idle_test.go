@@ -78,6 +78,29 @@ func TestIdleDriftRescanRepairsLostNotifications(t *testing.T) {
 	c.quit()
 }
 
+// A lock whose expiry was never announced (here: the server stopped publishing the expiry
+// class after the console checked it) does not sit at 0.0s until the drift rescan: when its
+// countdown reaches zero the console reads that key at once and shows it GONE.
+func TestIdleCountdownAtZeroRereadsTheKey(t *testing.T) {
+	srv := redistest.StartWith(t, redistest.Config{Args: notifyArgs})
+	client := srv.Client(t)
+	ctx := t.Context()
+	sent := &redistest.Counter{}
+	client.AddHook(sent)
+	c := startConsole(t, Config{Client: client, URL: srv.URL, NoEvents: true, KeyspacePoll: time.Hour})
+	c.await("keyspace events + rescan 1h")
+	c.awaitRefreshes(1, waitFor)
+	scans := sent.Count("scan")
+
+	require.NoError(t, client.ConfigSet(ctx, "notify-keyspace-events", "Kg$").Err())
+	require.NoError(t, client.Set(ctx, "medusa_lock:short", "o", time.Second).Err())
+	c.await("short")
+	c.awaitMatch(`GONE +short`)
+	assert.Equal(t, int64(1), c.refreshes.Load(), "a read of the key, not a full refresh")
+	assert.Equal(t, scans, sent.Count("scan"), "no SCAN after the first refresh")
+	c.quit()
+}
+
 // What the console sends while nothing changes, counted by the server (INFO commandstats)
 // over a window after the first full table: with notifications, the heartbeat and little
 // else; without, polling within the stated budget.

@@ -52,7 +52,7 @@ type conn struct {
 	down    bool
 	err     error
 	// retry paces the heartbeats while Redis does not answer.
-	retry backoff
+	retry source.Backoff
 }
 
 // model is the root model: it routes keys, owns the pages, the dialog and the filter, and
@@ -139,11 +139,12 @@ func newModel(cfg Config, rt *runtime) *model {
 }
 
 // Init starts the background work: the hub's Views, the heartbeat (which starts the first
-// refresh) and the event subscription; it asks the terminal for its background colour.
+// refresh), the re-reads of countdowns at zero and the event subscription; it asks the terminal for its background colour.
 func (m *model) Init() tea.Cmd {
 	// The first refresh starts once the heartbeat knows whether keyspace notifications are on
 	// (onHeartbeat), after their subscription when they are.
 	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.waitView(), m.heartbeat()}
+	m.rt.goroutine(func(ctx context.Context) { m.src.RereadExpired(ctx, m.hub) })
 	if m.cfg.Events != nil {
 		m.events.on = true
 		ch := m.cfg.Events.C()
@@ -302,7 +303,7 @@ type subscription struct {
 	on      bool
 	pending bool // the subscription is being made
 	err     error
-	retry   backoff
+	retry   source.Backoff
 }
 
 // start marks the subscription as being made.
@@ -314,39 +315,16 @@ func (f *subscription) idle() bool { return !f.on && !f.pending }
 // failed records a failed attempt at now and reports whether it is the first in a row.
 func (f *subscription) failed(err error, now time.Time) (first bool) {
 	f.pending, f.err = false, err
-	return f.retry.fail(now)
+	return f.retry.Fail(now)
 }
 
 // up records a subscription made and reports whether it had been failing.
 func (f *subscription) up() (recovered bool) {
 	recovered = f.err != nil
 	f.on, f.pending, f.err = true, false, nil
-	f.retry.reset()
+	f.retry.Reset()
 	return recovered
 }
-
-// backoff paces the retries of a failed subscription or connection: retryMin after the first
-// failure, doubling up to retryMax.
-type backoff struct {
-	failures int
-	at       time.Time
-}
-
-// wait is how long after now the next attempt may start.
-func (b *backoff) wait(now time.Time) time.Duration { return max(b.at.Sub(now), 0) }
-
-// fail records a failure at now and reports whether it is the first in a row.
-func (b *backoff) fail(now time.Time) (first bool) {
-	b.failures++
-	b.at = now.Add(min(retryMin<<min(b.failures-1, 10), retryMax))
-	return b.failures == 1
-}
-
-// due reports whether the next attempt may start at now.
-func (b *backoff) due(now time.Time) bool { return !now.Before(b.at) }
-
-// reset forgets the failures after a success.
-func (b *backoff) reset() { *b = backoff{} }
 
 // after delivers msg after d (see runtime.after).
 func (m *model) after(d time.Duration, msg tea.Msg) tea.Cmd { return m.rt.after(d, msg) }

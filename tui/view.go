@@ -179,7 +179,7 @@ func (m *model) status() statusbar.Status {
 	s.Stale, s.Age = m.stale()
 	if m.conn.down {
 		s.Reconnecting = true
-		s.RetryIn = m.conn.retry.wait(m.common.Now())
+		s.RetryIn = m.conn.retry.Wait(m.common.Now())
 	}
 	if m.sampler != nil {
 		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(m.sampleStats.Left),

@@ -9,6 +9,7 @@
 // made of: the Limiter (DefaultBudget units a second, a SCAN charged ScanCost, a read one)
 // through which Scan and Read pace every read the console makes by itself; ReadUnpaced for what
 // the operator asked for by name and for sampling; the Keyspace feed, which coalesces
-// notifications and says when some may have been lost; and DriftInterval with IdleBudget, the
+// notifications and says when some may have been lost; RereadExpired, which reads again the
+// keys whose countdown reached zero without news; and DriftInterval with IdleBudget, the
 // spacing of full refreshes while notifications keep the table live.
 package source
