@@ -209,9 +209,12 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.onReleaseAllDone(msg)
 		return m, m.refreshNow()
 	}
-	if paste, ok := msg.(tea.PasteMsg); ok && m.editing {
-		if m.filter.Update(paste) {
+	if paste, ok := msg.(tea.PasteMsg); ok {
+		switch {
+		case m.editing && m.filter.Update(paste):
 			return m, m.applyFilter(m.filter.Value())
+		case m.commanding:
+			m.command.Update(paste)
 		}
 	}
 	return m, nil
