@@ -26,8 +26,6 @@ const (
 	// notifications keep the table live: they only repair drift (docs/console-cost.md says
 	// why 5 minutes).
 	DefaultKeyspacePoll = 5 * time.Minute
-	// heartbeatEvery is the PING interval while connected.
-	heartbeatEvery = time.Second
 )
 
 // ErrNoClient is returned by Run without a Redis client.

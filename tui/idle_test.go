@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -145,29 +144,4 @@ func TestIdleCommandCountOverAWindow(t *testing.T) {
 			c.quit()
 		})
 	}
-}
-
-// A refresh held for the keyspace subscription starts when it is made or failed, and one
-// under way when notifications may have been lost is followed by another.
-func TestIdleRefreshesAroundTheKeyspaceSubscription(t *testing.T) {
-	m := newTestModel(t, Config{NoEvents: true})
-	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{KeyspaceEvents: "KA"}})
-	assert.False(t, m.scanning, "the first refresh waits for the subscription")
-	assert.True(t, m.keyspace.pending)
-	m.Update(heartbeatMsg{latency: time.Millisecond})
-	assert.False(t, m.scanning, "a heartbeat while subscribing does not start it either")
-
-	m.Update(keyspaceStartedMsg{err: errors.New("no confirmation from Redis within 5s")})
-	require.True(t, m.scanning, "a failed subscription releases the refresh")
-	assert.Equal(t, "poll 1s", m.refreshMode())
-
-	m.keyspace.on = true
-	m.Update(keyspaceReadMsg{lost: true})
-	gen := m.scanGen
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
-	assert.True(t, m.scanning, "notifications lost during a refresh: another follows at once")
-	assert.Equal(t, gen+1, m.scanGen)
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
-	assert.False(t, m.scanning, "then the drift interval")
-	assert.Equal(t, "keyspace events + rescan 5m00s", m.refreshMode())
 }

@@ -114,7 +114,7 @@ func TestSeenIsNotCalledHeld(t *testing.T) {
 
 func TestCursorStaysOnTheTopRowWhileLoading(t *testing.T) {
 	m := newTestModel(t, Config{})
-	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{}}) // no scan done yet
+	status(m, func(st *source.Status) { st.Conn.InfoOK = true }) // no refresh done yet
 	s := store.New()
 	s.Observe([]provider.Lock{{Key: "b-held", Owner: "o", TTL: time.Minute}}, clock, 1)
 	feed(m, s)
@@ -124,7 +124,7 @@ func TestCursorStaysOnTheTopRowWhileLoading(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "a-stuck", e.Key, "the NO TTL suspect sorted to the top is under the cursor")
 
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
+	status(m, func(st *source.Status) { refreshed(st, source.ScanStats{Took: time.Millisecond}) })
 	press(m, "down")
 	s.Observe([]provider.Lock{{Key: "0-stuck", Owner: "o", TTL: provider.NoExpiry}}, clock, 2)
 	feed(m, s)
