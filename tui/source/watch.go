@@ -300,44 +300,83 @@ func (w *Watcher) refreshes(ctx context.Context) {
 	}
 }
 
+// feed describes a subscription for subscribe: when to try it, its state in Status, and the
+// notice of its first failure in a row (followed by the error).
+type feed[T any] struct {
+	ready       func(st Status) bool
+	state       func(st *Status) *Feed
+	unavailable string
+	// subscribed is the notice when it is made after failures ("": none).
+	subscribed string
+	// made, if set, runs once it is made, before the feed is marked on.
+	made  func()
+	open  func(ctx context.Context, st Status) (T, error)
+	close func(T)
+}
+
+// subscribe makes f's subscription once f.ready holds, retrying with Backoff while it fails,
+// and marks it on; ok is false when ctx ended first.
+func subscribe[T any](ctx context.Context, w *Watcher, f feed[T]) (sub T, ok bool) {
+	recovered := false
+	var retry Backoff
+	for {
+		st, ok := w.await(ctx, f.ready)
+		if !ok {
+			return sub, false
+		}
+		w.update(ctx, func(st *Status) { f.state(st).Pending = true }, Update{})
+		sub, err := f.open(ctx, st)
+		if ctx.Err() != nil {
+			if err == nil {
+				f.close(sub)
+			}
+			return sub, false
+		}
+		if err == nil {
+			if f.made != nil {
+				f.made()
+			}
+			n := Update{}
+			if recovered {
+				n.Notice = f.subscribed
+			}
+			w.update(ctx, func(st *Status) { *f.state(st) = Feed{On: true} }, n)
+			return sub, true
+		}
+		now := time.Now()
+		n := Update{}
+		if retry.Fail(now) {
+			n = Update{Notice: f.unavailable + ": " + err.Error(), Err: true}
+		}
+		recovered = true
+		w.update(ctx, func(st *Status) { *f.state(st) = Feed{Err: err} }, n)
+		if sleep(ctx, retry.Wait(now)) != nil {
+			return sub, false
+		}
+	}
+}
+
 // keyspace subscribes to keyspace notifications once the server is known to publish them
 // (retrying with Backoff), then reads the keys they name, coalesced and within the budget,
 // and asks for a full refresh when some may have been lost.
 func (w *Watcher) keyspace(ctx context.Context) {
-	var retry Backoff
-	var ks *Keyspace
-	for ks == nil {
-		st, ok := w.await(ctx, func(st Status) bool { return answering(st) && st.Conn.Info.Keyspace() })
-		if !ok {
-			return
-		}
-		w.update(ctx, func(st *Status) { st.Keyspace.Pending = true }, Update{})
-		k, err := w.src.SubscribeKeyspace(ctx, st.Conn.Info.DB)
-		if ctx.Err() != nil {
-			if k != nil {
-				k.Close()
-			}
-			return
-		}
-		if err != nil {
-			now := time.Now()
-			n := Update{}
-			if retry.Fail(now) {
-				n = Update{Notice: "keyspace notifications unavailable, polling only: " + err.Error(), Err: true}
-			}
-			w.update(ctx, func(st *Status) { st.Keyspace = Feed{Err: err} }, n)
-			if sleep(ctx, retry.Wait(now)) != nil {
-				return
-			}
-			continue
-		}
-		ks = k
+	ks, ok := subscribe(ctx, w, feed[*Keyspace]{
+		ready:       func(st Status) bool { return answering(st) && st.Conn.Info.Keyspace() },
+		state:       func(st *Status) *Feed { return &st.Keyspace },
+		unavailable: "keyspace notifications unavailable, polling only",
+		open: func(ctx context.Context, st Status) (*Keyspace, error) {
+			return w.src.SubscribeKeyspace(ctx, st.Conn.Info.DB)
+		},
+		close: (*Keyspace).Close,
+		// What changed before the subscription is caught by a refresh now (the first one,
+		// when it was waiting for this: asked for before the feed is marked on, so it is one
+		// refresh, not two); from here on notifications keep the table live.
+		made: w.Refresh,
+	})
+	if !ok {
+		return
 	}
 	defer ks.Close()
-	// What changed before the subscription is caught by a refresh now (the first one, when it
-	// was waiting for this); from here on notifications keep the table live.
-	w.Refresh()
-	w.update(ctx, func(st *Status) { st.Keyspace = Feed{On: true} }, Update{})
 	for {
 		keys, lost, err := ks.Next(ctx, KeyspaceReadBatch)
 		if err == nil {
@@ -364,40 +403,19 @@ func (w *Watcher) keyspace(ctx context.Context) {
 // events subscribes to the namespace's lock events (retrying with Backoff while Redis
 // answers) and forwards them to the hub; go-redis resubscribes a subscription once made.
 func (w *Watcher) events(ctx context.Context) {
-	var retry Backoff
-	failed := false
-	for {
-		if _, ok := w.await(ctx, func(st Status) bool { return !st.Conn.Down }); !ok {
-			return
-		}
-		w.update(ctx, func(st *Status) { st.Events.Pending = true }, Update{})
-		sub, err := events.Subscribe(ctx, w.src.client, w.src.ns)
-		if ctx.Err() != nil {
-			if sub != nil {
-				_ = sub.Close()
-			}
-			return
-		}
-		if err != nil {
-			now := time.Now()
-			n := Update{}
-			if retry.Fail(now) {
-				n = Update{Notice: "lock events unavailable (no contention from events), retrying: " + err.Error(), Err: true}
-			}
-			failed = true
-			w.update(ctx, func(st *Status) { st.Events = Feed{Err: err} }, n)
-			if sleep(ctx, retry.Wait(now)) != nil {
-				return
-			}
-			continue
-		}
-		n := Update{}
-		if failed {
-			n.Notice = "lock events subscribed"
-		}
-		w.update(ctx, func(st *Status) { st.Events = Feed{On: true} }, n)
-		w.hub.Forward(ctx, sub.C())
-		_ = sub.Close()
+	sub, ok := subscribe(ctx, w, feed[*events.Subscription]{
+		ready:       func(st Status) bool { return !st.Conn.Down },
+		state:       func(st *Status) *Feed { return &st.Events },
+		unavailable: "lock events unavailable (no contention from events), retrying",
+		subscribed:  "lock events subscribed",
+		open: func(ctx context.Context, _ Status) (*events.Subscription, error) {
+			return events.Subscribe(ctx, w.src.client, w.src.ns)
+		},
+		close: func(sub *events.Subscription) { _ = sub.Close() },
+	})
+	if !ok {
 		return
 	}
+	defer func() { _ = sub.Close() }()
+	w.hub.Forward(ctx, sub.C())
 }
