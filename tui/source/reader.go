@@ -167,7 +167,7 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 func (s *Source) Read(ctx context.Context, keys []string) (found []provider.Lock, absent []string, at time.Time, err error) {
 	found, absent, at, err = s.ReadUnpaced(ctx, keys)
 	if err == nil && len(keys) > 0 {
-		err = s.limiter.Wait(ctx, 2*len(keys))
+		err = s.limiter.Wait(ctx, provider.ReadsPerKey*len(keys))
 	}
 	return found, absent, at, err
 }
