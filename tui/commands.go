@@ -37,6 +37,9 @@ func (m *model) onUpdate(u source.Update) {
 	if u.Status.Loaded() && !m.st.Loaded() {
 		m.locks.SetLoaded()
 	}
+	if m.sampleRun != 0 && u.Status.SampleDone >= m.sampleRun {
+		m.sampler, m.sampleRun = nil, 0 // the run ended by itself
+	}
 	m.st = u.Status
 	switch {
 	case u.Notice == "":
@@ -47,11 +50,12 @@ func (m *model) onUpdate(u source.Update) {
 	}
 }
 
-// toggleSampling starts sampling the keys on screen, or stops a run in progress.
+// toggleSampling starts sampling the keys on screen (the watcher runs it), or stops the run
+// in progress.
 func (m *model) toggleSampling() tea.Cmd {
-	m.sampleGen++
 	if m.sampler != nil {
-		m.sampler = nil
+		m.sampler, m.sampleRun = nil, 0
+		m.watch.Sample(nil)
 		m.setNotice("sampling stopped", false)
 		return nil
 	}
@@ -82,34 +86,18 @@ func (m *model) toggleSampling() tea.Cmd {
 		return nil
 	}
 	m.sampler = m.src.NewSampler(keys)
-	m.sampleStats = source.SampleStats{Left: source.SampleFor, Keys: len(m.sampler.Keys())}
+	m.sampleRun = m.watch.Sample(m.sampler)
 	m.setNotice(fmt.Sprintf("sampling %d keys for %s: +%d commands/s", len(m.sampler.Keys()),
 		source.SampleFor, m.sampler.Cost()), false)
-	return m.sampleStep()
+	return nil
 }
 
-func (m *model) sampleStep() tea.Cmd {
-	sm, gen := m.sampler, m.sampleGen
-	return m.rt.cmd(func(ctx context.Context) tea.Msg {
-		st, err := sm.Step(ctx, m.hub)
-		return sampleMsg{gen: gen, stats: st, err: err}
-	})
-}
-
-func (m *model) onSample(msg sampleMsg) tea.Cmd {
-	if msg.gen != m.sampleGen || m.sampler == nil {
-		return nil
+// sampleStats are the stats of the run the operator started, once the watcher reports it.
+func (m *model) sampleStats() source.SampleStats {
+	if m.st.Sample.ID == m.sampleRun {
+		return m.st.Sample.Stats
 	}
-	if msg.err == nil {
-		m.sampleStats = msg.stats
-	}
-	if m.sampler.Done(m.common.Now()) {
-		m.sampler = nil
-		m.setNotice("sampling done: hand-offs seen are in the hot view (3)", false)
-		return nil
-	}
-	gen := m.sampleGen
-	return m.after(source.SampleInterval, sampleDueMsg{gen: gen})
+	return source.SampleStats{Left: source.SampleFor, Keys: len(m.sampler.Keys())}
 }
 
 // lookup is the exact-key read of the filter "=key".

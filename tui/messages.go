@@ -1,9 +1,6 @@
 package tui
 
-import (
-	"github.com/locktui/locktui/tui/source"
-	"github.com/locktui/locktui/tui/store"
-)
+import "github.com/locktui/locktui/tui/store"
 
 // Messages of the root model. Each one carries the result of a tea.Cmd back into Update; the
 // watcher's source.Update is one too.
@@ -12,14 +9,6 @@ type (
 	viewMsg struct{ view *store.View }
 	// tickMsg advances the countdowns.
 	tickMsg struct{}
-	// sampleMsg is one sampling step; gen drops steps of a stopped run.
-	sampleMsg struct {
-		gen   int
-		stats source.SampleStats
-		err   error
-	}
-	// sampleDueMsg asks for the next sampling step.
-	sampleDueMsg struct{ gen int }
 	// lookupMsg is the result of reading the key an exact filter names; gen drops the reads
 	// of a filter typed over since.
 	lookupMsg struct {

@@ -45,7 +45,7 @@ type notice struct {
 
 // model is the root model: it routes keys, owns the pages, the dialog and the filter, and
 // shows what the watcher (the owner of every refresh loop) and the hub hand it; only the
-// operator's own actions (an exact lookup, a release, sampling) run as its tea.Cmds.
+// operator's own one-off actions (an exact lookup, a release) run as its tea.Cmds.
 type model struct {
 	cfg    Config
 	rt     *runtime
@@ -80,10 +80,9 @@ type model struct {
 	// lookup is the exact-key read of the current filter.
 	lookup lookup
 
-	// sampling
-	sampler     *source.Sampler
-	sampleGen   int
-	sampleStats source.SampleStats
+	// sampler is the sampling run the operator started, sampleRun its ID (Watcher.Sample).
+	sampler   *source.Sampler
+	sampleRun int
 }
 
 // newModel builds the root model; it does no I/O.
@@ -148,13 +147,6 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case source.Update:
 		m.onUpdate(msg)
 		return m, tea.Batch(m.waitUpdate(), m.startTicking())
-	case sampleDueMsg:
-		if msg.gen != m.sampleGen || m.sampler == nil {
-			return m, nil
-		}
-		return m, m.sampleStep()
-	case sampleMsg:
-		return m, m.onSample(msg)
 	case lookupMsg:
 		m.onLookup(msg)
 		return m, nil

@@ -182,10 +182,11 @@ func (m *model) status() statusbar.Status {
 		s.RetryIn = max(m.st.Conn.RetryAt.Sub(m.common.Now()), 0)
 	}
 	if m.sampler != nil {
-		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(m.sampleStats.Left),
+		st := m.sampleStats()
+		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(st.Left),
 			common.Count(m.sampler.Cost()))
-		if m.sampleStats.ScriptCallsPerSec > 0 {
-			s.Sampling += fmt.Sprintf(", %.0f script calls/s", m.sampleStats.ScriptCallsPerSec)
+		if st.ScriptCallsPerSec > 0 {
+			s.Sampling += fmt.Sprintf(", %.0f script calls/s", st.ScriptCallsPerSec)
 		}
 	}
 	return s

@@ -56,16 +56,27 @@ func TestSamplingStatesItsCost(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	feed(m, sampleStore())
-	cmd := press(m, "p")
-	require.NotNil(t, cmd, "sampling starts reading")
+	press(m, "p")
 	require.NotNil(t, m.sampler)
+	assert.NotZero(t, m.sampleRun, "the watcher runs it")
 	assert.Equal(t, "stuck:job", m.sampler.Keys()[0], "the selected key first")
 	assert.Len(t, m.sampler.Keys(), 4, "the keys on screen")
 	out := screen(m)
 	assert.Contains(t, out, "sampling 30s: +49 cmds/s", "4 keys × 3 commands × 4/s + INFO")
+	status(m, func(st *source.Status) {
+		st.Sample = source.SampleRun{ID: m.sampleRun, Stats: source.SampleStats{Left: 12 * time.Second, ScriptCallsPerSec: 40}}
+	})
+	assert.Contains(t, screen(m), "sampling 12s: +49 cmds/s, 40 script calls/s", "the watcher's last step")
 	press(m, "p")
 	assert.Nil(t, m.sampler)
 	assert.Contains(t, screen(m), "sampling stopped")
+
+	press(m, "p")
+	run := m.sampleRun
+	status(m, func(st *source.Status) { st.Sample, st.SampleDone = source.SampleRun{}, run },
+		source.Update{Notice: "sampling done: hand-offs seen are in the hot view (3)"})
+	assert.Nil(t, m.sampler, "the run ended by itself")
+	assert.NotContains(t, screen(m), "cmds/s")
 }
 
 func TestEnterOnDetailAndBack(t *testing.T) {

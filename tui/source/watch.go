@@ -65,6 +65,10 @@ type Status struct {
 	// Interval is the wait between the starts of two full refreshes now: the poll interval,
 	// or, while keyspace notifications keep the table live, the drift rescan's.
 	Interval time.Duration
+	// Sample is the sampling run under way (Watcher.Sample); SampleDone is the ID of the last
+	// run that ended by itself.
+	Sample     SampleRun
+	SampleDone int
 }
 
 // Loaded reports whether a full refresh has completed.
@@ -83,8 +87,9 @@ type Update struct {
 // connection, with Backoff while Redis does not answer), the full refreshes (polling, or the
 // drift rescan while keyspace notifications are live, and at once when notifications may have
 // been lost or Redis answers again), the keyspace feed and its targeted reads, the lock-event
-// feed, and the re-reads of countdowns at zero (RereadExpired). What they read goes to the
-// hub; what they know comes out as Updates. The program never schedules any of it.
+// feed, the re-reads of countdowns at zero (RereadExpired) and the sampling runs the operator
+// starts (Sample). What they read goes to the hub; what they know comes out as Updates. The
+// program never schedules any of it.
 type Watcher struct {
 	src  *Source
 	hub  *Hub
@@ -94,10 +99,14 @@ type Watcher struct {
 	// refresh holds one request for a full refresh (Refresh): one asked for while a refresh
 	// runs starts as soon as it ends, since it may have walked past the keys concerned.
 	refresh chan struct{}
+	// sample holds the latest Sample request.
+	sample chan sampleReq
 
 	mu      sync.Mutex
 	st      Status
 	changed chan struct{} // closed and replaced on every change of st
+	// sampleIDs numbers the sampling runs.
+	sampleIDs int
 }
 
 // NewWatcher returns a Watcher of src feeding hub; start it with Run.
@@ -112,6 +121,7 @@ func NewWatcher(src *Source, hub *Hub, opts WatchOptions) *Watcher {
 		src: src, hub: hub, opts: opts,
 		out:     make(chan Update, watchUpdates),
 		refresh: make(chan struct{}, 1),
+		sample:  make(chan sampleReq, 1),
 		changed: make(chan struct{}),
 	}
 	w.st.Interval = w.Interval(w.st)
@@ -120,7 +130,8 @@ func NewWatcher(src *Source, hub *Hub, opts WatchOptions) *Watcher {
 
 // Run runs every loop until ctx ends, and returns when they all did.
 func (w *Watcher) Run(ctx context.Context) {
-	loops := []func(context.Context){w.heartbeat, w.refreshes, w.keyspace, func(ctx context.Context) { w.src.RereadExpired(ctx, w.hub) }}
+	loops := []func(context.Context){w.heartbeat, w.refreshes, w.keyspace, w.sampling,
+		func(ctx context.Context) { w.src.RereadExpired(ctx, w.hub) }}
 	if w.opts.Events {
 		loops = append(loops, w.events)
 	}

@@ -141,3 +141,20 @@ func TestWatcherRefreshesWhenRedisAnswersAgain(t *testing.T) {
 	assert.True(t, down, "the outage was reported")
 	assert.True(t, wt.noticed("Redis answers again"))
 }
+
+// A sampling run reads its keys every step until stopped (or its time is over).
+func TestWatcherSamplesUntilStopped(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	require.NoError(t, client.Set(t.Context(), "medusa_lock:cart:1", "o", time.Minute).Err())
+	src := source.New(source.Options{Client: client})
+	wt := watch(t, client, 0, source.WatchOptions{Refresh: time.Hour})
+	id := wt.w.Sample(src.NewSampler([]string{"cart:1"}))
+	require.NotZero(t, id)
+	wt.await("a sampling step", func(st source.Status) bool {
+		return st.Sample.ID == id && st.Sample.Stats.Commands > 0
+	})
+	assert.Zero(t, wt.w.Sample(nil))
+	wt.await("the run stopped", func(st source.Status) bool { return st.Sample.ID == 0 })
+	assert.Zero(t, wt.w.Status().SampleDone, "stopped, not ended by itself")
+}
