@@ -25,10 +25,9 @@ type sampleReq struct {
 func (w *Watcher) Sample(sm *Sampler) int {
 	req := sampleReq{sm: sm}
 	if sm != nil {
-		w.mu.Lock()
-		w.sampleIDs++
-		req.id = w.sampleIDs
-		w.mu.Unlock()
+		// Not under w.mu: the program calls Sample, and update holds w.mu while it waits for
+		// the program to take an Update.
+		req.id = int(w.sampleIDs.Add(1))
 	}
 	for {
 		select {

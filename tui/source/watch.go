@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locktui/locktui/events"
@@ -106,7 +107,7 @@ type Watcher struct {
 	st      Status
 	changed chan struct{} // closed and replaced on every change of st
 	// sampleIDs numbers the sampling runs.
-	sampleIDs int
+	sampleIDs atomic.Int64
 }
 
 // NewWatcher returns a Watcher of src feeding hub; start it with Run.
@@ -152,7 +153,8 @@ func (w *Watcher) Next(ctx context.Context) (Update, bool) {
 	}
 }
 
-// Status returns the current Status.
+// Status returns the current Status. The program must not call it while it runs (it would
+// wait for a feed that waits for the program to take its Update): the program has Updates.
 func (w *Watcher) Status() Status {
 	w.mu.Lock()
 	defer w.mu.Unlock()
