@@ -154,16 +154,7 @@ func auditFailed(r audit.Released) error {
 // reread reads key again and hands it to the hub, so a release shows without waiting for the
 // next refresh.
 func (m *model) reread(ctx context.Context, key string) {
-	found, absent, at, err := m.src.ReadUnpaced(ctx, []string{key})
-	if err != nil {
-		return
-	}
-	if len(found) > 0 {
-		m.hub.Observe(found, at, 0)
-	}
-	if len(absent) > 0 {
-		m.hub.Absent(absent, at)
-	}
+	_, _ = m.src.ReadUnpacedInto(ctx, m.hub, []string{key}) // a failure leaves it to the next refresh
 }
 
 func (m *model) onReleaseDone(msg releaseDoneMsg) {

@@ -7,7 +7,6 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/tui/source"
 )
 
@@ -22,251 +21,41 @@ func (m *model) waitView() tea.Cmd {
 	})
 }
 
-// heartbeat sends PING, and once per connection INFO server and CONFIG GET.
-func (m *model) heartbeat() tea.Cmd {
-	needInfo := !m.conn.infoOK
+// waitUpdate waits for the watcher's next Update.
+func (m *model) waitUpdate() tea.Cmd {
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		lat, err := m.src.Ping(ctx)
-		if err != nil {
-			return heartbeatMsg{err: err}
-		}
-		msg := heartbeatMsg{latency: lat}
-		if needInfo {
-			info, err := m.src.ServerInfo(ctx)
-			if err != nil {
-				return heartbeatMsg{err: err}
-			}
-			msg.info = &info
-		}
-		return msg
-	})
-}
-
-func (m *model) onHeartbeat(msg heartbeatMsg) tea.Cmd {
-	if msg.err != nil {
-		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
+		u, ok := m.watch.Next(ctx)
+		if !ok {
 			return nil
 		}
-		m.conn.down = true
-		m.conn.infoOK = false
-		m.conn.err = msg.err
-		now := m.common.Now()
-		m.conn.retry.fail(now)
-		wait := m.conn.retry.wait(now)
-		m.setStickyNotice("Redis does not answer: " + msg.err.Error())
-		return m.after(wait, heartbeatDueMsg{})
-	}
-	wasDown := m.conn.down
-	m.conn.down, m.conn.err = false, nil
-	m.conn.retry.reset()
-	if wasDown {
-		m.setNotice("Redis answers again: refreshing", false)
-	}
-	m.conn.latency = msg.latency
-	var cmds []tea.Cmd
-	if msg.info != nil {
-		m.conn.info, m.conn.infoOK = *msg.info, true
-	}
-	// A subscription that failed is tried again once Redis answers again, and while it does,
-	// with backoff.
-	now := m.common.Now()
-	subscribing := m.conn.infoOK && m.conn.info.Keyspace() && m.keyspace.idle() &&
-		(msg.info != nil || m.keyspace.retry.due(now))
-	if subscribing {
-		cmds = append(cmds, m.subscribeKeyspace(m.conn.info.DB))
-	}
-	if m.wantEvents() && m.events.idle() && (wasDown || m.events.retry.due(now)) {
-		cmds = append(cmds, m.subscribeEvents())
-	}
-	// The first refresh, and one after an outage; held for a keyspace subscription being made,
-	// which starts it when it is confirmed (or failed).
-	if (wasDown || m.scanGen == 0) && !m.scanning && !m.scanHeld {
-		if subscribing {
-			m.scanHeld = true
-		} else {
-			cmds = append(cmds, m.scan())
-		}
-	}
-	cmds = append(cmds, m.after(heartbeatEvery, heartbeatDueMsg{}))
-	return tea.Batch(cmds...)
-}
-
-// scan runs one full refresh; the batches go straight to the hub.
-func (m *model) scan() tea.Cmd {
-	m.scanning = true
-	m.scanGen++
-	return m.rt.cmd(func(ctx context.Context) tea.Msg {
-		st, err := m.src.Scan(ctx, m.hub)
-		return scanDoneMsg{stats: st, err: err}
+		return u
 	})
 }
 
-// refreshNow starts a refresh unless one is running.
-func (m *model) refreshNow() tea.Cmd {
-	if m.scanning || m.conn.down {
-		return nil
+// onUpdate takes the watcher's new status and notice.
+func (m *model) onUpdate(u source.Update) {
+	if u.Status.Loaded() && !m.st.Loaded() {
+		m.locks.SetLoaded()
 	}
-	return m.scan()
-}
-
-func (m *model) onScanDone(msg scanDoneMsg) tea.Cmd {
-	m.scanning = false
-	if msg.err != nil {
-		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
-			return nil
-		}
-		// The heartbeat notices the outage and restarts refreshing once Redis answers; if
-		// Redis does answer (a refused command, say), try again after the interval.
-		m.setNotice("refresh failed: "+msg.err.Error(), true)
-		gen := m.scanGen
-		return m.after(max(m.pollInterval(), retryMin), scanDueMsg{gen: gen})
+	if m.sampleRun != 0 && u.Status.SampleDone >= m.sampleRun {
+		m.sampler, m.sampleRun = nil, 0 // the run ended by itself
 	}
-	m.lastScan = msg.stats
-	m.loaded = true
-	m.locks.SetLoaded()
-	m.lastGood = m.common.Now()
-	if m.scanAgain {
-		m.scanAgain = false
-		return m.scan()
-	}
-	gen := m.scanGen
-	wait := max(m.pollInterval()-msg.stats.Took, 0)
-	return m.after(wait, scanDueMsg{gen: gen})
-}
-
-// rescan starts a refresh because notifications may have been missed: at once, or, when one
-// is under way (it may have walked past the keys concerned), as soon as it ends. While Redis is
-// down the heartbeat starts one when it answers again.
-func (m *model) rescan() tea.Cmd {
-	if m.scanning {
-		m.scanAgain = true
-		return nil
-	}
-	return m.refreshNow()
-}
-
-// wantEvents reports whether the console subscribes to lock events itself.
-func (m *model) wantEvents() bool { return m.cfg.Events == nil && !m.cfg.NoEvents }
-
-// subscribeEvents subscribes to the namespace's lock events and forwards them to the hub.
-func (m *model) subscribeEvents() tea.Cmd {
-	m.events.start()
-	return m.rt.cmd(func(ctx context.Context) tea.Msg {
-		sub, err := events.Subscribe(ctx, m.cfg.Client, m.cfg.Namespace)
-		if err != nil {
-			return eventsStartedMsg{err: err}
-		}
-		m.rt.onClose(func() { _ = sub.Close() })
-		m.rt.goroutine(func(ctx context.Context) { m.hub.Forward(ctx, sub.C()) })
-		return eventsStartedMsg{}
-	})
-}
-
-// onEventsStarted records the result of subscribing to lock events; a failure is retried by
-// the heartbeat, with backoff (go-redis itself resubscribes a subscription that was made).
-func (m *model) onEventsStarted(msg eventsStartedMsg) {
-	if msg.err != nil {
-		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
-			m.events.pending = false
-			return
-		}
-		if m.events.failed(msg.err, m.common.Now()) {
-			m.setNotice("lock events unavailable (no contention from events), retrying: "+msg.err.Error(), true)
-		}
-		return
-	}
-	if m.events.up() {
-		m.setNotice("lock events subscribed", false)
-	}
-}
-
-// subscribeKeyspace subscribes to the keyspace notifications of the namespace.
-func (m *model) subscribeKeyspace(db int) tea.Cmd {
-	m.keyspace.start()
-	return m.rt.cmd(func(ctx context.Context) tea.Msg {
-		ks, err := m.src.SubscribeKeyspace(ctx, db)
-		if err != nil {
-			return keyspaceStartedMsg{err: err}
-		}
-		m.rt.onClose(ks.Close)
-		return keyspaceStartedMsg{ks: ks}
-	})
-}
-
-func (m *model) onKeyspaceStarted(msg keyspaceStartedMsg) tea.Cmd {
-	if msg.err != nil {
-		if isCancel(msg.err) && m.rt.ctx.Err() != nil {
-			m.keyspace.pending = false
-			return nil
-		}
-		if m.keyspace.failed(msg.err, m.common.Now()) {
-			m.setNotice("keyspace notifications unavailable, polling only: "+msg.err.Error(), true)
-		}
-		return m.releaseHeldScan()
-	}
-	m.keyspace.up()
-	m.ks = msg.ks
-	m.scanHeld = false
-	// What changed before the subscription is caught by a refresh now; from here on the
-	// notifications keep the table live and refreshes only repair drift.
-	return tea.Batch(m.readKeyspace(), m.rescan())
-}
-
-// releaseHeldScan starts the refresh held for a keyspace subscription that did not come up.
-func (m *model) releaseHeldScan() tea.Cmd {
-	if !m.scanHeld {
-		return nil
-	}
-	m.scanHeld = false
-	return m.refreshNow()
-}
-
-// readKeyspace waits for notified keys and reads them (coalesced, within the budget).
-func (m *model) readKeyspace() tea.Cmd {
-	ks := m.ks
-	return m.rt.cmd(func(ctx context.Context) tea.Msg {
-		keys, lost, err := ks.Next(ctx, source.KeyspaceReadBatch)
-		if err != nil {
-			return keyspaceReadMsg{err: err}
-		}
-		found, absent, at, err := m.src.Read(ctx, keys)
-		if err != nil {
-			return keyspaceReadMsg{err: err}
-		}
-		if len(found) > 0 {
-			m.hub.Observe(found, at, 0)
-		}
-		if len(absent) > 0 {
-			m.hub.Absent(absent, at)
-		}
-		return keyspaceReadMsg{keys: len(keys), lost: lost}
-	})
-}
-
-func (m *model) onKeyspaceRead(msg keyspaceReadMsg) tea.Cmd {
+	m.st = u.Status
 	switch {
-	case msg.err != nil && isCancel(msg.err) && m.rt.ctx.Err() != nil:
-		return nil
-	case msg.err != nil:
-		// Redis is away: the heartbeat shows it; go-redis resubscribes by itself. Try again
-		// after a pause so an outage does not spin.
-		return m.after(time.Second, keyspaceRetryMsg{})
+	case u.Notice == "":
+	case u.Sticky:
+		m.setStickyNotice(u.Notice)
+	default:
+		m.setNotice(u.Notice, u.Err)
 	}
-	m.lastGood = m.common.Now()
-	cmds := []tea.Cmd{m.readKeyspace()}
-	if msg.lost {
-		cmds = append(cmds, m.rescan())
-	}
-	return tea.Batch(cmds...)
 }
 
-// toggleSampling starts sampling the keys on screen, or stops a run in progress.
+// toggleSampling starts sampling the keys on screen (the watcher runs it), or stops the run
+// in progress.
 func (m *model) toggleSampling() tea.Cmd {
-	m.sampleGen++
 	if m.sampler != nil {
-		m.sampler = nil
+		m.sampler, m.sampleRun = nil, 0
+		m.watch.Sample(nil)
 		m.setNotice("sampling stopped", false)
 		return nil
 	}
@@ -297,34 +86,18 @@ func (m *model) toggleSampling() tea.Cmd {
 		return nil
 	}
 	m.sampler = m.src.NewSampler(keys)
-	m.sampleStats = source.SampleStats{Left: source.SampleFor, Keys: len(m.sampler.Keys())}
+	m.sampleRun = m.watch.Sample(m.sampler)
 	m.setNotice(fmt.Sprintf("sampling %d keys for %s: +%d commands/s", len(m.sampler.Keys()),
 		source.SampleFor, m.sampler.Cost()), false)
-	return m.sampleStep()
+	return nil
 }
 
-func (m *model) sampleStep() tea.Cmd {
-	sm, gen := m.sampler, m.sampleGen
-	return m.rt.cmd(func(ctx context.Context) tea.Msg {
-		st, err := sm.Step(ctx, m.hub)
-		return sampleMsg{gen: gen, stats: st, err: err}
-	})
-}
-
-func (m *model) onSample(msg sampleMsg) tea.Cmd {
-	if msg.gen != m.sampleGen || m.sampler == nil {
-		return nil
+// sampleStats are the stats of the run the operator started, once the watcher reports it.
+func (m *model) sampleStats() source.SampleStats {
+	if m.st.Sample.ID == m.sampleRun {
+		return m.st.Sample.Stats
 	}
-	if msg.err == nil {
-		m.sampleStats = msg.stats
-	}
-	if m.sampler.Done(m.common.Now()) {
-		m.sampler = nil
-		m.setNotice("sampling done: hand-offs seen are in the hot view (3)", false)
-		return nil
-	}
-	gen := m.sampleGen
-	return m.after(source.SampleInterval, sampleDueMsg{gen: gen})
+	return source.SampleStats{Left: source.SampleFor, Keys: len(m.sampler.Keys())}
 }
 
 // lookup is the exact-key read of the filter "=key".
@@ -345,17 +118,11 @@ func (m *model) lookupKey(key string) tea.Cmd {
 	return m.rt.cmd(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		found, absent, at, err := m.src.ReadUnpaced(ctx, []string{key})
+		found, err := m.src.ReadUnpacedInto(ctx, m.hub, []string{key})
 		if err != nil {
 			return lookupMsg{gen: gen, err: err}
 		}
-		if len(found) > 0 {
-			m.hub.Observe(found, at, 0)
-		}
-		if len(absent) > 0 {
-			m.hub.Absent(absent, at)
-		}
-		return lookupMsg{gen: gen, found: len(found) > 0}
+		return lookupMsg{gen: gen, found: found > 0}
 	})
 }
 

@@ -26,11 +26,6 @@ const (
 	// notifications keep the table live: they only repair drift (docs/console-cost.md says
 	// why 5 minutes).
 	DefaultKeyspacePoll = 5 * time.Minute
-	// heartbeatEvery is the PING interval while connected.
-	heartbeatEvery = time.Second
-	// retryMin and retryMax bound the reconnection backoff.
-	retryMin = 500 * time.Millisecond
-	retryMax = 30 * time.Second
 )
 
 // ErrNoClient is returned by Run without a Redis client.
@@ -67,7 +62,7 @@ type Config struct {
 	// notifications are live; a large database stretches it (source.DriftInterval). Default
 	// DefaultKeyspacePoll (5 min).
 	KeyspacePoll time.Duration
-	// Budget caps the cost per second of refreshes and keyspace reads (docs/console-cost.md).
+	// Budget caps the cost per second of refreshes and targeted reads (docs/console-cost.md).
 	// Default source.DefaultBudget (20,000); negative means unlimited.
 	Budget int
 	// Events delivers lock events (for contention). nil: Run subscribes to the namespace's

@@ -39,9 +39,14 @@
 // Medusa processes use, "p" samples the keys on screen for 30 s (its cost is shown while it
 // runs).
 //
-// Filtering and sorting run in the source.Hub goroutine, never in Update; only the rows on
-// screen are rendered. No Redis call happens in Update: every one runs in a tea.Cmd and its
-// result comes back as a message.
+// The source owns the refresh loops, k9s style: a source.Watcher runs the heartbeat, the full
+// refreshes, the keyspace and lock-event feeds, the re-reads of countdowns at zero and the
+// sampling runs the operator starts, each
+// with its pacing and backoff, and hands the program a source.Update (a status snapshot, and a
+// notice) on every change; the root model only shows them and schedules no refresh. Filtering
+// and sorting run in the source.Hub goroutine, never in Update; only the rows on screen are
+// rendered. No Redis call happens in Update: the operator's one-off actions (an exact lookup,
+// a release) run in tea.Cmds and their results come back as messages.
 //
 // Every mutation goes through audit.Releaser, the CLI's path too, and is written to
 // Config.Audit (time, operator, key, owner, result); the dialog names where (audit.Where), and

@@ -96,10 +96,32 @@ func feed(m *model, s *store.Store) *store.View {
 	return v
 }
 
-// connected tells the model its heartbeat and first scan succeeded.
+// connected tells the model its heartbeat and first refresh succeeded.
 func connected(m *model) {
-	m.Update(heartbeatMsg{latency: 420 * time.Microsecond, info: &source.ServerInfo{Version: "7.0.15"}})
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: 2 * time.Millisecond}})
+	status(m, func(st *source.Status) {
+		st.Conn = source.Conn{Latency: 420 * time.Microsecond, Info: source.ServerInfo{Version: "7.0.15"}, InfoOK: true}
+		refreshed(st, source.ScanStats{Took: 2 * time.Millisecond})
+	})
+}
+
+// status hands the model a watcher Update: its current status changed by f, with notice u
+// (its Status is ignored).
+func status(m *model, f func(st *source.Status), u ...source.Update) {
+	st := m.st
+	f(&st)
+	st.Interval = m.watch.Interval(st)
+	var up source.Update
+	if len(u) > 0 {
+		up = u[0]
+	}
+	up.Status = st
+	m.Update(up)
+}
+
+// refreshed records a full refresh done at clock in st.
+func refreshed(st *source.Status, stats source.ScanStats) {
+	st.Scanning, st.LastScan, st.LastGood = false, stats, clock
+	st.Refreshes++
 }
 
 // memorySink is an audit.Sink that keeps records in memory, or fails with err.

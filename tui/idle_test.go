@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -78,6 +77,29 @@ func TestIdleDriftRescanRepairsLostNotifications(t *testing.T) {
 	c.quit()
 }
 
+// A lock whose expiry was never announced (here: the server stopped publishing the expiry
+// class after the console checked it) does not sit at 0.0s until the drift rescan: when its
+// countdown reaches zero the console reads that key at once and shows it GONE.
+func TestIdleCountdownAtZeroRereadsTheKey(t *testing.T) {
+	srv := redistest.StartWith(t, redistest.Config{Args: notifyArgs})
+	client := srv.Client(t)
+	ctx := t.Context()
+	sent := &redistest.Counter{}
+	client.AddHook(sent)
+	c := startConsole(t, Config{Client: client, URL: srv.URL, NoEvents: true, KeyspacePoll: time.Hour})
+	c.await("keyspace events + rescan 1h")
+	c.awaitRefreshes(1, waitFor)
+	scans := sent.Count("scan")
+
+	require.NoError(t, client.ConfigSet(ctx, "notify-keyspace-events", "Kg$").Err())
+	require.NoError(t, client.Set(ctx, "medusa_lock:short", "o", time.Second).Err())
+	c.await("short")
+	c.awaitMatch(`GONE +short`)
+	assert.Equal(t, int64(1), c.refreshes.Load(), "a read of the key, not a full refresh")
+	assert.Equal(t, scans, sent.Count("scan"), "no SCAN after the first refresh")
+	c.quit()
+}
+
 // What the console sends while nothing changes, counted by the server (INFO commandstats)
 // over a window after the first full table: with notifications, the heartbeat and little
 // else; without, polling within the stated budget.
@@ -122,29 +144,4 @@ func TestIdleCommandCountOverAWindow(t *testing.T) {
 			c.quit()
 		})
 	}
-}
-
-// A refresh held for the keyspace subscription starts when it is made or failed, and one
-// under way when notifications may have been lost is followed by another.
-func TestIdleRefreshesAroundTheKeyspaceSubscription(t *testing.T) {
-	m := newTestModel(t, Config{NoEvents: true})
-	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{KeyspaceEvents: "KA"}})
-	assert.False(t, m.scanning, "the first refresh waits for the subscription")
-	assert.True(t, m.keyspace.pending)
-	m.Update(heartbeatMsg{latency: time.Millisecond})
-	assert.False(t, m.scanning, "a heartbeat while subscribing does not start it either")
-
-	m.Update(keyspaceStartedMsg{err: errors.New("no confirmation from Redis within 5s")})
-	require.True(t, m.scanning, "a failed subscription releases the refresh")
-	assert.Equal(t, "poll 1s", m.refreshMode())
-
-	m.keyspace.on = true
-	m.Update(keyspaceReadMsg{lost: true})
-	gen := m.scanGen
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
-	assert.True(t, m.scanning, "notifications lost during a refresh: another follows at once")
-	assert.Equal(t, gen+1, m.scanGen)
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
-	assert.False(t, m.scanning, "then the drift interval")
-	assert.Equal(t, "keyspace events + rescan 5m00s", m.refreshMode())
 }

@@ -52,10 +52,10 @@ func startConsole(t testing.TB, cfg Config) *console {
 	c := &console{t: t, keys: pw, done: make(chan error, 1), cancel: cancel, started: time.Now()}
 	c.screen.Store("")
 	capture := func(m tea.Model, msg tea.Msg) tea.Msg {
-		if done, ok := msg.(scanDoneMsg); ok && done.err == nil {
-			if c.refreshes.Add(1) == 1 {
+		if u, ok := msg.(source.Update); ok && int64(u.Status.Refreshes) > c.refreshes.Load() {
+			if c.refreshes.Swap(int64(u.Status.Refreshes)) == 0 {
 				c.firstAfter.Store(int64(time.Since(c.started)))
-				c.first.Store(&done.stats)
+				c.first.Store(&u.Status.LastScan)
 			}
 		}
 		c.screen.Store(ansi.Strip(m.(*model).render()))

@@ -73,9 +73,9 @@ func (m *model) handleKey(k tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(k, km.Sample):
 		return m.toggleSampling()
 	case key.Matches(k, km.Refresh):
-		if cmd := m.refreshNow(); cmd != nil {
+		if !m.st.Scanning && !m.st.Conn.Down {
+			m.watch.Refresh()
 			m.setNotice("refreshing…", false)
-			return cmd
 		}
 	case key.Matches(k, km.Release):
 		m.askRelease()

@@ -1,57 +1,14 @@
 package tui
 
-import (
-	"time"
+import "github.com/locktui/locktui/tui/store"
 
-	"github.com/locktui/locktui/tui/source"
-	"github.com/locktui/locktui/tui/store"
-)
-
-// Messages of the root model. Each one carries the result of a tea.Cmd back into Update.
+// Messages of the root model. Each one carries the result of a tea.Cmd back into Update; the
+// watcher's source.Update is one too.
 type (
 	// viewMsg is a new View from the hub.
 	viewMsg struct{ view *store.View }
-	// heartbeatMsg is a PING (and, once per connection, INFO and CONFIG GET) result.
-	heartbeatMsg struct {
-		latency time.Duration
-		info    *source.ServerInfo
-		err     error
-	}
-	// heartbeatDueMsg asks for the next heartbeat.
-	heartbeatDueMsg struct{}
-	// scanDoneMsg is the end of a full refresh.
-	scanDoneMsg struct {
-		stats source.ScanStats
-		err   error
-	}
-	// scanDueMsg asks for the next full refresh; gen drops stale timers.
-	scanDueMsg struct{ gen int }
 	// tickMsg advances the countdowns.
 	tickMsg struct{}
-	// keyspaceStartedMsg is the result of subscribing to keyspace notifications.
-	keyspaceStartedMsg struct {
-		ks  *source.Keyspace
-		err error
-	}
-	// keyspaceReadMsg is the result of one targeted read after notifications.
-	keyspaceReadMsg struct {
-		keys int
-		// lost: notifications may have been lost (see source.Keyspace.Next).
-		lost bool
-		err  error
-	}
-	// keyspaceRetryMsg asks for the next targeted read after a failed one.
-	keyspaceRetryMsg struct{}
-	// eventsStartedMsg is the result of subscribing to lock events.
-	eventsStartedMsg struct{ err error }
-	// sampleMsg is one sampling step; gen drops steps of a stopped run.
-	sampleMsg struct {
-		gen   int
-		stats source.SampleStats
-		err   error
-	}
-	// sampleDueMsg asks for the next sampling step.
-	sampleDueMsg struct{ gen int }
 	// lookupMsg is the result of reading the key an exact filter names; gen drops the reads
 	// of a filter typed over since.
 	lookupMsg struct {

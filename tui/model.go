@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -44,24 +43,15 @@ type notice struct {
 	until time.Time // zero: until the next notice
 }
 
-// conn is what the console knows about the connection.
-type conn struct {
-	info    source.ServerInfo
-	infoOK  bool // INFO/CONFIG read on this connection
-	latency time.Duration
-	down    bool
-	err     error
-	// retry paces the heartbeats while Redis does not answer.
-	retry backoff
-}
-
 // model is the root model: it routes keys, owns the pages, the dialog and the filter, and
-// schedules every Redis call as a tea.Cmd.
+// shows what the watcher (the owner of every refresh loop) and the hub hand it; only the
+// operator's own one-off actions (an exact lookup, a release) run as its tea.Cmds.
 type model struct {
 	cfg    Config
 	rt     *runtime
 	src    *source.Source
 	hub    *source.Hub
+	watch  *source.Watcher
 	common *common.Common
 
 	pages    [pageCount]common.Component
@@ -82,45 +72,31 @@ type model struct {
 
 	query   store.Query
 	view    *store.View
-	conn    conn
 	notice  notice
 	ticking bool
-
-	// refreshing
-	scanning bool
-	scanGen  int
-	// scanAgain asks for a refresh as soon as the one under way ends: the keyspace
-	// subscription came up while it ran, so changes it walked past before then may be missed.
-	scanAgain bool
-	// scanHeld is set while the refresh due is held for the keyspace subscription being made,
-	// so changes between the two are not missed and no second refresh is needed.
-	scanHeld bool
-	lastScan source.ScanStats
-	loaded   bool
-	lastGood time.Time
-	// keyspace is the subscription to keyspace notifications (ks once made), events the one
-	// to lock events.
-	keyspace subscription
-	ks       *source.Keyspace
-	events   subscription
+	// st is the watcher's latest status: the connection, the feeds, the refreshes.
+	st source.Status
 
 	// lookup is the exact-key read of the current filter.
 	lookup lookup
 
-	// sampling
-	sampler     *source.Sampler
-	sampleGen   int
-	sampleStats source.SampleStats
+	// sampler is the sampling run the operator started, sampleRun its ID (Watcher.Sample).
+	sampler   *source.Sampler
+	sampleRun int
 }
 
 // newModel builds the root model; it does no I/O.
 func newModel(cfg Config, rt *runtime) *model {
 	c := common.New(cfg.ReadOnly, cfg.NoColor)
+	src := source.New(source.Options{Client: cfg.Client, Namespace: cfg.Namespace, Budget: cfg.Budget})
+	hub := source.NewHub()
 	m := &model{
-		cfg:    cfg,
-		rt:     rt,
-		src:    source.New(source.Options{Client: cfg.Client, Namespace: cfg.Namespace, Budget: cfg.Budget}),
-		hub:    source.NewHub(),
+		cfg: cfg,
+		rt:  rt,
+		src: src,
+		hub: hub,
+		watch: source.NewWatcher(src, hub, source.WatchOptions{Refresh: cfg.Refresh,
+			KeyspacePoll: cfg.KeyspacePoll, Events: cfg.Events == nil && !cfg.NoEvents}),
 		common: c,
 		locks:  locks.New(c),
 		owners: owners.New(c),
@@ -129,6 +105,7 @@ func newModel(cfg Config, rt *runtime) *model {
 		dialog: dialog.New(c),
 	}
 	m.pages = [pageCount]common.Component{m.locks, m.owners, m.hot, m.detail}
+	m.st = m.watch.Status()
 	m.filter = input.New(c, "/")
 	m.filter.Placeholder = "key, glob * ? [, =exact or owner:… (enter keeps, esc clears)"
 	m.filter.CharLimit = 256
@@ -138,20 +115,16 @@ func newModel(cfg Config, rt *runtime) *model {
 	return m
 }
 
-// Init starts the background work: the hub's Views, the heartbeat (which starts the first
-// refresh) and the event subscription; it asks the terminal for its background colour.
+// Init starts the background work: the hub's Views and the watcher's refresh loops (the
+// heartbeat, the refreshes, the keyspace and lock-event feeds, the re-reads of countdowns at
+// zero); it asks the terminal for its background colour.
 func (m *model) Init() tea.Cmd {
-	// The first refresh starts once the heartbeat knows whether keyspace notifications are on
-	// (onHeartbeat), after their subscription when they are.
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, m.waitView(), m.heartbeat()}
+	m.rt.goroutine(m.watch.Run)
 	if m.cfg.Events != nil {
-		m.events.on = true
 		ch := m.cfg.Events.C()
 		m.rt.goroutine(func(ctx context.Context) { m.hub.Forward(ctx, ch) })
-	} else if !m.cfg.NoEvents {
-		cmds = append(cmds, m.subscribeEvents())
 	}
-	return tea.Batch(cmds...)
+	return tea.Batch(tea.RequestBackgroundColor, m.waitView(), m.waitUpdate())
 }
 
 // Update handles one message.
@@ -171,46 +144,27 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tickMsg:
 		m.ticking = false
 		return m, m.startTicking()
-	case heartbeatMsg:
-		return m, m.onHeartbeat(msg)
-	case heartbeatDueMsg:
-		return m, m.heartbeat()
-	case scanDoneMsg:
-		return m, m.onScanDone(msg)
-	case scanDueMsg:
-		if msg.gen != m.scanGen || m.scanning || m.conn.down {
-			return m, nil
-		}
-		return m, m.scan()
-	case keyspaceStartedMsg:
-		return m, m.onKeyspaceStarted(msg)
-	case keyspaceReadMsg:
-		return m, m.onKeyspaceRead(msg)
-	case keyspaceRetryMsg:
-		return m, m.readKeyspace()
-	case eventsStartedMsg:
-		m.onEventsStarted(msg)
-		return m, nil
-	case sampleDueMsg:
-		if msg.gen != m.sampleGen || m.sampler == nil {
-			return m, nil
-		}
-		return m, m.sampleStep()
-	case sampleMsg:
-		return m, m.onSample(msg)
+	case source.Update:
+		m.onUpdate(msg)
+		return m, tea.Batch(m.waitUpdate(), m.startTicking())
 	case lookupMsg:
 		m.onLookup(msg)
 		return m, nil
 	case releaseDoneMsg:
 		m.onReleaseDone(msg)
-		return m, m.refreshNow()
+		m.watch.Refresh()
+		return m, nil
 	case releaseAllDoneMsg:
 		m.onReleaseAllDone(msg)
-		return m, m.refreshNow()
+		m.watch.Refresh()
+		return m, nil
 	}
-	if paste, ok := msg.(tea.PasteMsg); ok && m.editing {
-		if m.filter.Update(paste) {
+	if paste, ok := msg.(tea.PasteMsg); ok {
+		switch {
+		case m.editing && m.filter.Update(paste):
 			return m, m.applyFilter(m.filter.Value())
+		case m.commanding:
+			m.command.Update(paste)
 		}
 	}
 	return m, nil
@@ -242,7 +196,7 @@ func (m *model) setQuery(q store.Query) {
 // counting reports whether anything on screen changes with time alone: a countdown, or the
 // age of stale data.
 func (m *model) counting() bool {
-	if m.conn.down {
+	if m.st.Conn.Down {
 		return true
 	}
 	switch m.active {
@@ -274,81 +228,16 @@ func (m *model) setStickyNotice(text string) {
 	m.notice = notice{text: text, err: true}
 }
 
-// pollInterval is the wait between the starts of two refreshes: Config.Refresh, or the time a
-// refresh takes within the budget, when polling; while keyspace notifications keep the table
-// live, the drift rescan's interval (source.DriftInterval: at least Config.KeyspacePoll).
-func (m *model) pollInterval() time.Duration {
-	if m.keyspace.on {
-		return source.DriftInterval(m.cfg.KeyspacePoll, m.lastScan)
-	}
-	return max(m.cfg.Refresh, m.lastScan.Took)
-}
-
 // stale reports whether the data on screen is not current, and its age.
 func (m *model) stale() (bool, time.Duration) {
-	age := m.common.Now().Sub(m.lastGood)
-	if m.conn.down {
-		return m.loaded, age // nothing loaded yet: nothing stale ("loading…" says it)
+	age := m.common.Now().Sub(m.st.LastGood)
+	loaded := m.st.Loaded()
+	if m.st.Conn.Down {
+		return loaded, age // nothing loaded yet: nothing stale ("loading…" says it)
 	}
-	limit := max(3*m.pollInterval(), 5*time.Second)
-	return m.loaded && age > limit+m.lastScan.Took, age
+	limit := max(3*m.st.Interval, 5*time.Second)
+	return loaded && age > limit+m.st.LastScan.Took, age
 }
-
-func isCancel(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}
-
-// subscription is one feed the console keeps (keyspace notifications, lock events): live, being
-// made, or failed and waiting for its retry.
-type subscription struct {
-	on      bool
-	pending bool // the subscription is being made
-	err     error
-	retry   backoff
-}
-
-// start marks the subscription as being made.
-func (f *subscription) start() { f.pending = true }
-
-// idle reports whether the feed is neither live nor being made.
-func (f *subscription) idle() bool { return !f.on && !f.pending }
-
-// failed records a failed attempt at now and reports whether it is the first in a row.
-func (f *subscription) failed(err error, now time.Time) (first bool) {
-	f.pending, f.err = false, err
-	return f.retry.fail(now)
-}
-
-// up records a subscription made and reports whether it had been failing.
-func (f *subscription) up() (recovered bool) {
-	recovered = f.err != nil
-	f.on, f.pending, f.err = true, false, nil
-	f.retry.reset()
-	return recovered
-}
-
-// backoff paces the retries of a failed subscription or connection: retryMin after the first
-// failure, doubling up to retryMax.
-type backoff struct {
-	failures int
-	at       time.Time
-}
-
-// wait is how long after now the next attempt may start.
-func (b *backoff) wait(now time.Time) time.Duration { return max(b.at.Sub(now), 0) }
-
-// fail records a failure at now and reports whether it is the first in a row.
-func (b *backoff) fail(now time.Time) (first bool) {
-	b.failures++
-	b.at = now.Add(min(retryMin<<min(b.failures-1, 10), retryMax))
-	return b.failures == 1
-}
-
-// due reports whether the next attempt may start at now.
-func (b *backoff) due(now time.Time) bool { return !now.Before(b.at) }
-
-// reset forgets the failures after a success.
-func (b *backoff) reset() { *b = backoff{} }
 
 // after delivers msg after d (see runtime.after).
 func (m *model) after(d time.Duration, msg tea.Msg) tea.Cmd { return m.rt.after(d, msg) }

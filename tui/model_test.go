@@ -239,22 +239,22 @@ func TestStaleWhenRedisGoesAway(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	feed(m, sampleStore())
-	m.lastGood = clock.Add(-12 * time.Second)
-	_, cmd := m.Update(heartbeatMsg{err: errors.New("dial tcp 127.0.0.1:6390: connect: connection refused")})
-	require.NotNil(t, cmd, "a retry is scheduled")
+	status(m, func(st *source.Status) {
+		st.LastGood = clock.Add(-12 * time.Second)
+		st.Conn.Down, st.Conn.InfoOK, st.Conn.RetryAt = true, false, clock.Add(500*time.Millisecond)
+	}, source.Update{Notice: "Redis does not answer: dial tcp 127.0.0.1:6390: connect: connection refused", Err: true, Sticky: true})
 	out := screen(m)
 	assert.Contains(t, out, "STALE 12s")
 	assert.Contains(t, out, "RECONNECTING in 0.5s")
 	assert.Contains(t, out, "connection refused")
 	assert.Contains(t, out, "cart:1", "the last data stays on screen")
 
-	_, cmd = m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Version: "7.0.15"}})
-	require.NotNil(t, cmd, "a refresh starts")
-	assert.True(t, m.scanning)
+	status(m, func(st *source.Status) { st.Conn.Down, st.Conn.InfoOK, st.Scanning = false, true, true },
+		source.Update{Notice: "Redis answers again: refreshing"})
 	out = screen(m)
 	assert.NotContains(t, out, "RECONNECTING", "Redis answers")
 	assert.Contains(t, out, "STALE", "until the refresh is done")
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
+	status(m, func(st *source.Status) { refreshed(st, source.ScanStats{Took: time.Millisecond}) })
 	assert.NotContains(t, screen(m), "STALE")
 }
 
@@ -338,45 +338,18 @@ func TestEmptyOwnerIsQuotedAndNotReleasedInBulk(t *testing.T) {
 	assert.NotNil(t, press(m, "y"))
 }
 
-// A lock-event subscription that failed at start is retried by the heartbeat, with backoff,
-// and at once when Redis answers again after an outage.
-func TestEventsSubscriptionIsRetried(t *testing.T) {
+// The status bar says whether lock events are subscribed (the watcher retries a failed
+// subscription: TestIntegrationEventsResubscribeAfterAFailedStart).
+func TestStatusBarSaysWhetherLockEventsAreSubscribed(t *testing.T) {
 	m := newTestModel(t, Config{})
-	now := clock
-	m.common.Now = func() time.Time { return now }
-	m.Init()
-	require.True(t, m.events.pending, "Init subscribes")
-	ok := heartbeatMsg{latency: time.Millisecond}
-
-	m.Update(eventsStartedMsg{err: errors.New("NOPERM no permissions to access a channel")})
-	assert.False(t, m.events.pending)
+	connected(m)
+	status(m, func(st *source.Status) { st.Events = source.Feed{Err: errors.New("NOPERM")} },
+		source.Update{Notice: "lock events unavailable (no contention from events), retrying: NOPERM", Err: true})
 	assert.Contains(t, screen(m), "lock events unavailable")
 	assert.Contains(t, screen(m), "no events")
-	m.Update(ok)
-	assert.False(t, m.events.pending, "not before the backoff (0.5s) is over")
-	now = now.Add(600 * time.Millisecond)
-	m.Update(ok)
-	assert.True(t, m.events.pending, "the heartbeat retries")
-
-	m.Update(eventsStartedMsg{err: errors.New("i/o timeout")})
-	now = now.Add(600 * time.Millisecond)
-	m.Update(ok)
-	assert.False(t, m.events.pending, "the backoff doubled (1s)")
-	now = now.Add(500 * time.Millisecond)
-	m.Update(ok)
-	assert.True(t, m.events.pending)
-
-	m.Update(eventsStartedMsg{err: errors.New("i/o timeout")})
-	m.Update(heartbeatMsg{err: errors.New("connection refused")})
-	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Version: "7.0.15"}})
-	assert.True(t, m.events.pending, "Redis answers again: retried at once")
-
-	m.Update(eventsStartedMsg{})
-	assert.True(t, m.events.on)
+	status(m, func(st *source.Status) { st.Events = source.Feed{On: true} }, source.Update{Notice: "lock events subscribed"})
 	assert.Contains(t, screen(m), "lock events subscribed")
 	assert.NotContains(t, screen(m), "no events")
-	m.Update(ok)
-	assert.False(t, m.events.pending, "subscribed: no more attempts")
 }
 
 // The help states the cost of a refresh as the budget counts it: SCAN walks the whole
@@ -385,7 +358,9 @@ func TestHelpStatesTheCostOfARefresh(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	feed(m, sampleStore())
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: 25 * time.Second, Scans: 5000, Commands: 5012, Cost: 500012}})
+	status(m, func(st *source.Status) {
+		refreshed(st, source.ScanStats{Took: 25 * time.Second, Scans: 5000, Commands: 5012, Cost: 500012})
+	})
 	press(m, "?")
 	out := screen(m)
 	assert.Contains(t, out, "SCAN walks the whole db: 100 per SCAN + 2 per lock, ≤ 20,000/s")
@@ -396,8 +371,10 @@ func TestHelpStatesTheCostOfARefresh(t *testing.T) {
 
 func TestExactFilterReadsTheKeyAtOnce(t *testing.T) {
 	m := newTestModel(t, Config{})
-	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Keys: 1_100_000}})
-	m.scanning = true // the first refresh has a million keys to walk
+	status(m, func(st *source.Status) {
+		st.Conn = source.Conn{Latency: time.Millisecond, Info: source.ServerInfo{Keys: 1_100_000}, InfoOK: true}
+		st.Scanning = true // the first refresh has a million keys to walk
+	})
 	feed(m, store.New())
 	press(m, "/", "=")
 	var cmd tea.Cmd
@@ -424,15 +401,17 @@ func TestExactFilterReadsTheKeyAtOnce(t *testing.T) {
 
 func TestWhileTheFirstScanRunsTheTableSaysHowFarItIs(t *testing.T) {
 	m := newTestModel(t, Config{})
-	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{Keys: 1_100_000}})
-	m.scanning = true
+	status(m, func(st *source.Status) {
+		st.Conn = source.Conn{Latency: time.Millisecond, Info: source.ServerInfo{Keys: 1_100_000}, InfoOK: true}
+		st.Scanning = true
+	})
 	press(m, "/", "c", "a", "r", "t", "enter")
 	feed(m, store.New())
 	out := screen(m)
 	assert.Contains(t, out, "no match yet: scanned ~0 of 1,100,000 keys (0%), 0 locks so far")
 	assert.NotContains(t, out, "no locks match")
 
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
+	status(m, func(st *source.Status) { refreshed(st, source.ScanStats{Took: time.Millisecond}) })
 	feed(m, store.New())
 	assert.Contains(t, screen(m), "no locks match /cart (whole namespace read 0s ago)")
 }

@@ -75,7 +75,7 @@ func (m *model) tabs() string {
 	}
 	if m.query.Filter != "" && !m.editing {
 		right = append(right, st.Info.Render("/"+m.query.Filter))
-		if m.loaded && m.view != nil && m.view.Query.Filter == m.query.Filter {
+		if m.st.Loaded() && m.view != nil && m.view.Query.Filter == m.query.Filter {
 			right = append(right, fmt.Sprintf("%s of %s", common.Count(m.view.Matched), plural(m.view.Total, "lock", "locks")))
 		}
 	}
@@ -102,13 +102,13 @@ func (m *model) emptyText() string {
 		}
 	}
 	switch {
-	case m.scanning && !m.loaded:
+	case m.st.Scanning && !m.st.Loaded():
 		return m.scanProgress()
-	case !m.loaded:
+	case !m.st.Loaded():
 		return "loading…"
 	case m.query.Filter != "":
 		return fmt.Sprintf("no locks match /%s (whole namespace read %s ago)", m.query.Filter,
-			common.Duration(m.common.Now().Sub(m.lastGood)))
+			common.Duration(m.common.Now().Sub(m.st.LastGood)))
 	}
 	return "no locks under " + provider.Printable(m.cfg.Namespace)
 }
@@ -117,7 +117,7 @@ func (m *model) emptyText() string {
 // whole namespace.
 func (m *model) scanProgress() string {
 	p := m.src.Progress()
-	total := m.conn.info.Keys
+	total := m.st.Conn.Info.Keys
 	none := "no locks yet"
 	if m.query.Filter != "" {
 		none = "no match yet"
@@ -154,11 +154,11 @@ func (m *model) footer() string {
 func (m *model) status() statusbar.Status {
 	s := statusbar.Status{
 		URL:       m.cfg.URL,
-		DB:        m.conn.info.DB,
+		DB:        m.st.Conn.Info.DB,
 		Namespace: m.cfg.Namespace,
-		Version:   m.conn.info.Version,
-		Latency:   m.conn.latency,
-		Loaded:    m.loaded && m.view != nil,
+		Version:   m.st.Conn.Info.Version,
+		Latency:   m.st.Conn.Latency,
+		Loaded:    m.st.Loaded() && m.view != nil,
 		Refresh:   m.refreshMode(),
 		ReadOnly:  m.cfg.ReadOnly,
 	}
@@ -171,21 +171,22 @@ func (m *model) status() statusbar.Status {
 	switch {
 	case m.cfg.NoEvents && m.cfg.Events == nil:
 		s.Events = "no events"
-	case m.events.on:
+	case m.cfg.Events != nil || m.st.Events.On:
 		s.Events = "events"
-	case m.events.err != nil:
+	case m.st.Events.Err != nil:
 		s.Events = "no events"
 	}
 	s.Stale, s.Age = m.stale()
-	if m.conn.down {
+	if m.st.Conn.Down {
 		s.Reconnecting = true
-		s.RetryIn = m.conn.retry.wait(m.common.Now())
+		s.RetryIn = max(m.st.Conn.RetryAt.Sub(m.common.Now()), 0)
 	}
 	if m.sampler != nil {
-		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(m.sampleStats.Left),
+		st := m.sampleStats()
+		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(st.Left),
 			common.Count(m.sampler.Cost()))
-		if m.sampleStats.ScriptCallsPerSec > 0 {
-			s.Sampling += fmt.Sprintf(", %.0f script calls/s", m.sampleStats.ScriptCallsPerSec)
+		if st.ScriptCallsPerSec > 0 {
+			s.Sampling += fmt.Sprintf(", %.0f script calls/s", st.ScriptCallsPerSec)
 		}
 	}
 	return s
@@ -195,8 +196,8 @@ func (m *model) status() statusbar.Status {
 // interval, "poll 10s (budget 20,000/s)"; with keyspace notifications, "keyspace events +
 // rescan 10m" (the drift rescan, see source.DriftInterval).
 func (m *model) refreshMode() string {
-	interval := m.pollInterval()
-	if m.keyspace.on {
+	interval := m.st.Interval
+	if m.st.Keyspace.On {
 		return "keyspace events + rescan " + common.Duration(interval)
 	}
 	mode := "poll " + common.Duration(interval)
@@ -216,7 +217,7 @@ func (m *model) costLines() []string {
 	}
 	first := fmt.Sprintf("cost: SCAN walks the whole db: %d per SCAN + 2 per lock, %s · PING 1/s",
 		source.ScanCost, budget)
-	st := m.lastScan
+	st := m.st.LastScan
 	if st.Scans == 0 {
 		return []string{first, "  last refresh: not done yet · " + m.common.Keys.Sample.Help().Key + " (sampling) costs extra"}
 	}

@@ -56,16 +56,27 @@ func TestSamplingStatesItsCost(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	feed(m, sampleStore())
-	cmd := press(m, "p")
-	require.NotNil(t, cmd, "sampling starts reading")
+	press(m, "p")
 	require.NotNil(t, m.sampler)
+	assert.NotZero(t, m.sampleRun, "the watcher runs it")
 	assert.Equal(t, "stuck:job", m.sampler.Keys()[0], "the selected key first")
 	assert.Len(t, m.sampler.Keys(), 4, "the keys on screen")
 	out := screen(m)
 	assert.Contains(t, out, "sampling 30s: +49 cmds/s", "4 keys × 3 commands × 4/s + INFO")
+	status(m, func(st *source.Status) {
+		st.Sample = source.SampleRun{ID: m.sampleRun, Stats: source.SampleStats{Left: 12 * time.Second, ScriptCallsPerSec: 40}}
+	})
+	assert.Contains(t, screen(m), "sampling 12s: +49 cmds/s, 40 script calls/s", "the watcher's last step")
 	press(m, "p")
 	assert.Nil(t, m.sampler)
 	assert.Contains(t, screen(m), "sampling stopped")
+
+	press(m, "p")
+	run := m.sampleRun
+	status(m, func(st *source.Status) { st.Sample, st.SampleDone = source.SampleRun{}, run },
+		source.Update{Notice: "sampling done: hand-offs seen are in the hot view (3)"})
+	assert.Nil(t, m.sampler, "the run ended by itself")
+	assert.NotContains(t, screen(m), "cmds/s")
 }
 
 func TestEnterOnDetailAndBack(t *testing.T) {
@@ -117,7 +128,7 @@ func TestSeenIsNotPassedOffAsHeld(t *testing.T) {
 
 func TestCursorStaysOnTheTopRowWhileLoading(t *testing.T) {
 	m := newTestModel(t, Config{})
-	m.Update(heartbeatMsg{latency: time.Millisecond, info: &source.ServerInfo{}}) // no scan done yet
+	status(m, func(st *source.Status) { st.Conn.InfoOK = true }) // no refresh done yet
 	s := store.New()
 	s.Observe([]provider.Lock{{Key: "b-held", Owner: "o", TTL: time.Minute}}, clock, 1)
 	feed(m, s)
@@ -127,7 +138,7 @@ func TestCursorStaysOnTheTopRowWhileLoading(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "a-stuck", e.Key, "the NO TTL suspect sorted to the top is under the cursor")
 
-	m.Update(scanDoneMsg{stats: source.ScanStats{Took: time.Millisecond}})
+	status(m, func(st *source.Status) { refreshed(st, source.ScanStats{Took: time.Millisecond}) })
 	press(m, "down")
 	s.Observe([]provider.Lock{{Key: "0-stuck", Owner: "o", TTL: provider.NoExpiry}}, clock, 2)
 	feed(m, s)

@@ -100,3 +100,21 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	assert.LessOrEqual(t, (work-burst)/elapsed, float64(budget)*1.05,
 		"keys examined + reads = %.0f in %.2fs of budget", work, elapsed)
 }
+
+// A targeted read is charged what it sends: a GET, a PTTL and an HGETALL per key, as a
+// refresh's reads are (docs/console-cost.md).
+func TestReadIsChargedEveryCommandItSends(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	s := New(Options{Client: client})
+	_, err := s.ReadInto(t.Context(), discard{}, []string{"a", "b", "c", "d"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(4*provider.ReadsPerKey), s.limiter.Charged())
+}
+
+// discard is a Sink that keeps nothing.
+type discard struct{}
+
+func (discard) Observe([]provider.Lock, time.Time, uint64) {}
+func (discard) EndScan(uint64, time.Time)                  {}
+func (discard) Absent([]string, time.Time)                 {}

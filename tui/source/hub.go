@@ -20,6 +20,9 @@ const (
 	hubMaxGap = 2 * time.Second
 	// hubInput is the capacity of the input queue.
 	hubInput = 4096
+	// hubMaxExpired bounds the keys waiting to be read again after their countdown reached
+	// zero; the store hands out the rest once there is room.
+	hubMaxExpired = keyspaceMaxPending
 )
 
 type inputKind int
@@ -51,6 +54,10 @@ type Hub struct {
 	mu        sync.Mutex
 	query     store.Query
 	queryWake chan struct{}
+	// expired are the keys whose countdown reached zero without news, to be read again
+	// (NextExpired); expiredWake says some arrived.
+	expired     map[string]struct{}
+	expiredWake chan struct{}
 
 	done chan struct{}
 	now  func() time.Time
@@ -59,11 +66,13 @@ type Hub struct {
 // NewHub returns a Hub; start it with Run.
 func NewHub() *Hub {
 	return &Hub{
-		in:        make(chan input, hubInput),
-		out:       make(chan *store.View, 1),
-		queryWake: make(chan struct{}, 1),
-		done:      make(chan struct{}),
-		now:       time.Now,
+		in:          make(chan input, hubInput),
+		out:         make(chan *store.View, 1),
+		queryWake:   make(chan struct{}, 1),
+		expired:     map[string]struct{}{},
+		expiredWake: make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		now:         time.Now,
 	}
 }
 
@@ -119,6 +128,52 @@ func (h *Hub) Next(ctx context.Context) (*store.View, bool) {
 	}
 }
 
+// NextExpired waits until some keys' countdown reached zero without news (the store's
+// Expired) and returns up to max of them, or false when ctx or the hub ended. The caller reads
+// them again (see Source.RereadExpired), so a lost expiry notification does not leave a row at 0.
+func (h *Hub) NextExpired(ctx context.Context, max int) ([]string, bool) {
+	for {
+		h.mu.Lock()
+		var keys []string
+		for key := range h.expired {
+			if len(keys) == max {
+				break
+			}
+			keys = append(keys, key)
+			delete(h.expired, key)
+		}
+		h.mu.Unlock()
+		if len(keys) > 0 {
+			return keys, true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-h.done:
+			return nil, false
+		case <-h.expiredWake:
+		}
+	}
+}
+
+// queueExpired asks the store for the keys whose countdown reached zero at now, as many as
+// there is room for, and returns when to ask again (zero: after the next change).
+func (h *Hub) queueExpired(s *store.Store, now time.Time) time.Time {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	keys, next := s.Expired(now, hubMaxExpired-len(h.expired))
+	for _, key := range keys {
+		h.expired[key] = struct{}{}
+	}
+	if len(keys) > 0 {
+		select {
+		case h.expiredWake <- struct{}{}:
+		default:
+		}
+	}
+	return next
+}
+
 // Done is closed when Run returned.
 func (h *Hub) Done() <-chan struct{} { return h.done }
 
@@ -133,6 +188,10 @@ func (h *Hub) Run(ctx context.Context) {
 		lastBuild     time.Time
 		lastTook      time.Duration
 		query         store.Query
+		// expiryDue is when a countdown next reaches zero; changed says the store changed
+		// since the keys at zero were last asked for.
+		expiryDue time.Time
+		changed   bool
 	)
 	for {
 		select {
@@ -149,7 +208,7 @@ func (h *Hub) Run(ctx context.Context) {
 					break drain
 				}
 			}
-			dirty = true
+			dirty, changed = true, true
 		case <-h.queryWake:
 			h.mu.Lock()
 			query = h.query
@@ -158,6 +217,9 @@ func (h *Hub) Run(ctx context.Context) {
 		case <-tick.C:
 		}
 		now := h.now()
+		if changed || !expiryDue.IsZero() && !now.Before(expiryDue) {
+			expiryDue, changed = h.queueExpired(s, now), false
+		}
 		gap := min(max(hubTick, 10*lastTook), hubMaxGap)
 		since := now.Sub(lastBuild)
 		if !urgent && !(dirty && since >= gap) && since < max(hubPeriod, gap) {

@@ -167,7 +167,7 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 func (s *Source) Read(ctx context.Context, keys []string) (found []provider.Lock, absent []string, at time.Time, err error) {
 	found, absent, at, err = s.ReadUnpaced(ctx, keys)
 	if err == nil && len(keys) > 0 {
-		err = s.limiter.Wait(ctx, 2*len(keys))
+		err = s.limiter.Wait(ctx, provider.ReadsPerKey*len(keys))
 	}
 	return found, absent, at, err
 }
@@ -180,4 +180,31 @@ func (s *Source) ReadUnpaced(ctx context.Context, keys []string) (found []provid
 	}
 	found, absent, err = s.p.Read(ctx, keys)
 	return found, absent, time.Now(), err
+}
+
+// ReadInto is Read handing what it read to sink (Observe the locks found, Absent the keys
+// missing); found is how many locks it found.
+func (s *Source) ReadInto(ctx context.Context, sink Sink, keys []string) (found int, err error) {
+	return deliver(sink)(s.Read(ctx, keys))
+}
+
+// ReadUnpacedInto is ReadInto outside the budget (see ReadUnpaced).
+func (s *Source) ReadUnpacedInto(ctx context.Context, sink Sink, keys []string) (found int, err error) {
+	return deliver(sink)(s.ReadUnpaced(ctx, keys))
+}
+
+// deliver hands the result of a read to sink.
+func deliver(sink Sink) func(found []provider.Lock, absent []string, at time.Time, err error) (int, error) {
+	return func(found []provider.Lock, absent []string, at time.Time, err error) (int, error) {
+		if err != nil {
+			return 0, err
+		}
+		if len(found) > 0 {
+			sink.Observe(found, at, 0)
+		}
+		if len(absent) > 0 {
+			sink.Absent(absent, at)
+		}
+		return len(found), nil
+	}
 }

@@ -68,17 +68,10 @@ func (sm *Sampler) Done(now time.Time) bool { return !now.Before(sm.until) }
 // Step reads the keys into sink and, once a second, the script call counter.
 func (sm *Sampler) Step(ctx context.Context, sink Sink) (SampleStats, error) {
 	st := SampleStats{Left: max(time.Until(sm.until), 0), Keys: len(sm.keys)}
-	found, absent, at, err := sm.src.ReadUnpaced(ctx, sm.keys)
-	if err != nil {
+	if _, err := sm.src.ReadUnpacedInto(ctx, sink, sm.keys); err != nil {
 		return st, err
 	}
-	st.Commands = 2 * len(sm.keys)
-	if len(found) > 0 {
-		sink.Observe(found, at, 0)
-	}
-	if len(absent) > 0 {
-		sink.Absent(absent, at)
-	}
+	st.Commands = provider.ReadsPerKey * len(sm.keys)
 	if now := time.Now(); now.Sub(sm.lastCallsAt) >= time.Second {
 		calls, err := sm.src.ScriptCalls(ctx)
 		if err == nil {

@@ -22,7 +22,9 @@ type record struct {
 	entry    *Entry
 	scan     uint64    // the last full scan that saw the key
 	observed time.Time // the last time the key was read
-	history  []OwnerSpan
+	// asked is when Expired last handed the key out to be read again (zero: never).
+	asked   time.Time
+	history []OwnerSpan
 }
 
 // Store holds every lock of the namespace as last observed, with the contention of each key.
@@ -195,6 +197,38 @@ func (s *Store) Event(e Event) {
 	en := *rec.entry
 	en.RenewedAt = e.Time
 	rec.entry = &en
+}
+
+// Expired returns up to max keys whose countdown reached zero at now without news (a lock
+// or foreign key with a deadline, not GONE, not handed out since it was last read): an expiry
+// whose notification was lost would otherwise leave the row at 0 until the next full
+// refresh, so the caller reads these keys again. next is the earliest deadline still ahead
+// (zero when none): nothing new expires before it unless the store changes.
+func (s *Store) Expired(now time.Time, max int) (keys []string, next time.Time) {
+	for i := range s.recs {
+		rec := &s.recs[i]
+		e := rec.entry
+		if !e.GoneAt.IsZero() || e.NoTTL || e.Deadline.IsZero() {
+			continue
+		}
+		if now.Before(e.Deadline) {
+			if next.IsZero() || e.Deadline.Before(next) {
+				next = e.Deadline
+			}
+			continue
+		}
+		if !rec.asked.IsZero() && !rec.asked.Before(rec.observed) {
+			continue // handed out already, and not read since
+		}
+		if len(keys) == max {
+			// Left for the next call: it is due at once.
+			next = now
+			continue
+		}
+		rec.asked = now
+		keys = append(keys, e.Key)
+	}
+	return keys, next
 }
 
 // Prune forgets locks GONE for longer than GoneFor and contention older than the history.

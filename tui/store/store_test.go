@@ -203,3 +203,46 @@ func TestHolderRecordFollowsTheLock(t *testing.T) {
 	assert.Equal(t, 2, s.Lock("a").Record.PID)
 	assert.True(t, s.Lock("a").RenewedAt.IsZero(), "a new record alone is no renewal")
 }
+
+func TestExpiredHandsOutACountdownAtZeroOncePerRead(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{
+		lock("short", "o", time.Second),
+		lock("long", "o", time.Minute),
+		lock("stuck", "o", provider.NoExpiry),
+		{Key: "hash", Foreign: true, TTL: provider.NoExpiry},
+	}, t0, 1)
+
+	keys, next := s.Expired(t0.Add(500*time.Millisecond), 10)
+	assert.Empty(t, keys, "nothing reached zero yet")
+	assert.Equal(t, t0.Add(time.Second), next, "the earliest deadline ahead")
+
+	at := t0.Add(2 * time.Second)
+	keys, next = s.Expired(at, 10)
+	assert.Equal(t, []string{"short"}, keys)
+	assert.Equal(t, t0.Add(time.Minute), next)
+	keys, _ = s.Expired(at.Add(time.Second), 10)
+	assert.Empty(t, keys, "a key handed out is not handed out again before it is read")
+
+	// Read again: still there with a new TTL, which then runs out too.
+	s.Observe([]provider.Lock{lock("short", "o", time.Second)}, at.Add(time.Second), 0)
+	assert.Equal(t, time.Second, s.Lock("short").TTL(at.Add(time.Second)), "the row shows its new TTL")
+	keys, _ = s.Expired(at.Add(3*time.Second), 10)
+	assert.Equal(t, []string{"short"}, keys, "read since: handed out again at its new deadline")
+
+	s.Absent([]string{"short"}, at.Add(4*time.Second))
+	keys, _ = s.Expired(at.Add(5*time.Second), 10)
+	assert.Empty(t, keys, "a GONE row is not read again")
+}
+
+func TestExpiredStopsAtMax(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{lock("a", "o", time.Second), lock("b", "o", time.Second)}, t0, 1)
+	at := t0.Add(time.Minute)
+	first, next := s.Expired(at, 1)
+	require.Len(t, first, 1)
+	assert.Equal(t, at, next, "the rest is due at once")
+	second, _ := s.Expired(at, 1)
+	require.Len(t, second, 1)
+	assert.NotEqual(t, first, second)
+}

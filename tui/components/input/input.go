@@ -1,82 +1,77 @@
-// Package input is the one-line filter input: typing appends, backspace deletes a character,
-// ctrl+w a word, ctrl+u the line. (bubbles' textinput would pull in a clipboard module the
-// project does not carry, and a filter needs none of it.)
+// Package input is the console's one-line prompt (the "/" filter and the ":" command), on
+// bubbles' textinput, with the line-editing keys users expect: left/right and ctrl+b/ctrl+f,
+// alt+left/alt+right by word, home/end and ctrl+a/ctrl+e, backspace and delete, ctrl+w and
+// alt+backspace a word back, alt+d a word forward, ctrl+u and ctrl+k to the start and the end.
+//
+// Two choices differ from textinput's defaults. The cursor does not blink: a blink is a timer
+// every half second, and the console schedules nothing while idle. ctrl+v does not read the
+// system clipboard (textinput would run xclip, xsel or wl-paste for it): the terminal's own
+// paste (bracketed paste) arrives as a tea.PasteMsg and is inserted at the cursor, its
+// trailing line break dropped.
 package input
 
 import (
 	"strings"
-	"unicode"
 
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/locktui/locktui/tui/common"
 )
 
-// Model is the input's text and prompt.
+// Model is the prompt and its text.
 type Model struct {
-	common      *common.Common
-	Prompt      string
+	common *common.Common
+	// Placeholder is shown dimmed while the text is empty.
 	Placeholder string
 	// CharLimit caps the length in runes (0: none).
 	CharLimit int
-	value     []rune
+	ti        textinput.Model
 }
 
-// New returns an empty input.
-func New(c *common.Common, prompt string) *Model { return &Model{common: c, Prompt: prompt} }
+// New returns an empty input with prompt (such as "/"), focused.
+func New(c *common.Common, prompt string) *Model {
+	ti := textinput.New()
+	ti.Prompt = prompt
+	ti.KeyMap.Paste = key.NewBinding(key.WithDisabled())
+	ti.Focus()
+	return &Model{common: c, ti: ti}
+}
 
 // Value returns the text.
-func (m *Model) Value() string { return string(m.value) }
+func (m *Model) Value() string { return m.ti.Value() }
 
-// SetValue replaces the text.
-func (m *Model) SetValue(s string) { m.value = []rune(s) }
+// SetValue replaces the text and puts the cursor at its end.
+func (m *Model) SetValue(s string) {
+	m.ti.CharLimit = m.CharLimit
+	m.ti.SetValue(s)
+	m.ti.CursorEnd()
+}
 
-// Update edits the text with a key press or a paste and reports whether it changed.
+// Update edits the text with a key press or a paste and reports whether the text changed
+// (a cursor movement is no change).
 func (m *Model) Update(msg tea.Msg) bool {
-	before := string(m.value)
-	switch msg := msg.(type) {
-	case tea.PasteMsg:
-		m.insert(msg.Content)
-	case tea.KeyPressMsg:
-		switch msg.String() {
-		case "backspace", "ctrl+h":
-			if len(m.value) > 0 {
-				m.value = m.value[:len(m.value)-1]
-			}
-		case "ctrl+u":
-			m.value = m.value[:0]
-		case "ctrl+w", "alt+backspace":
-			v := strings.TrimRightFunc(string(m.value), unicode.IsSpace)
-			i := strings.LastIndexFunc(v, unicode.IsSpace)
-			m.value = []rune(v[:i+1])
-		default:
-			if msg.Text != "" && msg.Mod&^(tea.ModShift) == 0 {
-				m.insert(msg.Text)
-			}
-		}
+	if paste, ok := msg.(tea.PasteMsg); ok {
+		paste.Content = strings.TrimRight(paste.Content, "\r\n")
+		msg = paste
 	}
-	return string(m.value) != before
+	before := m.ti.Value()
+	m.ti.CharLimit = m.CharLimit
+	m.ti, _ = m.ti.Update(msg) // no command: the cursor does not blink (see the package doc)
+	return m.ti.Value() != before
 }
 
-func (m *Model) insert(s string) {
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			continue
-		}
-		if m.CharLimit > 0 && len(m.value) >= m.CharLimit {
-			return
-		}
-		m.value = append(m.value, r)
-	}
-}
-
-// View renders the prompt, the text and a block cursor, cut to width.
+// View renders the prompt, the text with a block cursor, or the placeholder, cut to width.
 func (m *Model) View(width int) string {
 	st := m.common.Styles
-	text := string(m.value)
-	out := st.HelpKey.Render(m.Prompt) + text + st.Selected.Render(" ")
-	if text == "" && m.Placeholder != "" {
-		out += " " + st.Dim.Render(m.Placeholder)
-	}
-	return common.Truncate(out, width)
+	styles := textinput.DefaultDarkStyles()
+	styles.Cursor.Blink, styles.Cursor.Color = false, nil // reverse video, no colour of its own
+	styles.Focused.Prompt = st.HelpKey
+	styles.Focused.Text = st.Row
+	styles.Focused.Placeholder = st.Dim
+	m.ti.SetStyles(styles)
+	m.ti.Placeholder = m.Placeholder
+	m.ti.SetWidth(max(width-len([]rune(m.ti.Prompt))-1, 1))
+	return common.Truncate(m.ti.View(), width)
 }

@@ -1,0 +1,34 @@
+package source
+
+import "time"
+
+// Retry pacing of every feed that fails (heartbeat, subscriptions, reads).
+const (
+	// RetryMin is the wait after the first failure in a row.
+	RetryMin = 500 * time.Millisecond
+	// RetryMax caps the wait, which doubles with each further failure.
+	RetryMax = 30 * time.Second
+)
+
+// Backoff paces the retries of a failing feed: RetryMin after the first failure, doubling up
+// to RetryMax. The zero value has no failures.
+type Backoff struct {
+	failures int
+	at       time.Time
+}
+
+// Wait is how long after now the next attempt may start.
+func (b *Backoff) Wait(now time.Time) time.Duration { return max(b.at.Sub(now), 0) }
+
+// Fail records a failure at now and reports whether it is the first in a row.
+func (b *Backoff) Fail(now time.Time) (first bool) {
+	b.failures++
+	b.at = now.Add(min(RetryMin<<min(b.failures-1, 10), RetryMax))
+	return b.failures == 1
+}
+
+// Due reports whether the next attempt may start at now.
+func (b *Backoff) Due(now time.Time) bool { return !now.Before(b.at) }
+
+// Reset forgets the failures after a success.
+func (b *Backoff) Reset() { *b = Backoff{} }
