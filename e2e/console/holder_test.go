@@ -19,7 +19,7 @@ func TestConsoleNamesTheHoldingProcess(t *testing.T) {
 	client := srv.Client(t)
 	ctx := context.Background()
 	worker := provider.New(client, &provider.Options{Holder: provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker"}})
-	require.NoError(t, worker.Acquire(ctx, []string{"cart:stuck"}, provider.AcquireOptions{Owner: "execute:1"}))
+	require.NoError(t, worker.Acquire(ctx, []string{"cart:stuck"}, provider.AcquireOptions{Owner: "execute:1", Expire: provider.NoExpiry}))
 	require.NoError(t, worker.Acquire(ctx, []string{"order:7"}, provider.AcquireOptions{Owner: "execute:2", Expire: time.Hour}))
 	require.NoError(t, client.Set(ctx, "medusa_lock:stock:1", "svc", time.Hour).Err()) // as stock Medusa does
 
