@@ -136,7 +136,7 @@ func serverCPU(b *testing.B, c *redis.Client) time.Duration {
 // scriptCalled are the commands that only the scripts call: the rest come from clients.
 var scriptCalled = map[string]bool{
 	"get": true, "set": true, "del": true, "exists": true, "hset": true, "hget": true, "hdel": true,
-	"hsetnx": true, "hgetall": true, "pexpireat": true, "pexpire": true, "pexpiretime": true, "persist": true,
+	"hsetnx": true, "hgetall": true, "hmget": true, "pexpireat": true, "pexpire": true, "pexpiretime": true, "persist": true,
 	"pttl": true, "time": true, "publish": true, "lindex": true, "lpop": true, "rpush": true, "lrem": true,
 	"zadd": true, "zrem": true, "zscore": true, "zrange": true,
 }

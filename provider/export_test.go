@@ -53,3 +53,6 @@ func QueuedCalls(p *Provider) int {
 // QueueKeys are the keys of the wait queue of lock key rk and of its tickets (queue.go). For
 // tests only.
 var QueueKeys = queueKeys
+
+// WaitersKey is the key of the waiter marker of lock key rk (scripts.go). For tests only.
+var WaitersKey = waitersKey
