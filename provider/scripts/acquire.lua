@@ -35,9 +35,9 @@ end
 local function holdRecord(rec, t, since, fence)
   rec.host, rec.pid, rec.prog, rec.kind = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
   if not since then
-    since = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+    since = decimal(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
   end
-  rec.since, rec.fence = since, fence or string.format('%.0f', nextFence(t))
+  rec.since, rec.fence = since, fence or decimal(nextFence(t))
   return rec
 end
 local queued = false -- the queue is not empty: the caller's ticket may be in it
@@ -61,14 +61,14 @@ if waiting and yield then
 end
 local ok
 if ttl > 0 then
-  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ttl)
+  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])
 else
   ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
 end
 if ok then
   local t = redis.call('TIME')
   local at = expireAt(KEYS[1])
-  local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = at}, t)
+  local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = decimal(at)}, t)
   writeRecord(rec, at)
   startRun(shared, rec.since)
   if queued then
@@ -92,13 +92,13 @@ if before then
   prev.rec = before
 end
 if ttl > 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'XX', 'EX', ttl)
+  redis.call('SET', KEYS[1], ARGV[1], 'XX', 'EX', ARGV[2])
 else
   redis.call('SET', KEYS[1], ARGV[1], 'XX')
 end
 local hold = before and before.owner == ARGV[1] and before or {} -- the hold this re-entry joins
 local at = expireAt(KEYS[1])
-local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = at, re = 1, prev = cjson.encode(prev)},
+local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = decimal(at), re = 1, prev = cjson.encode(prev)},
   (not hold.since or not hold.fence) and redis.call('TIME'), hold.since, hold.fence)
 writeRecord(rec, at)
 if queued then

@@ -31,6 +31,13 @@
 -- The last ARGV of every script is the wake-up channel: a script that frees the lock publishes
 -- "<queue head>\n<lock key>" on it (the head empty when nobody queues), when a waiter is marked.
 
+-- decimal writes the whole number n as a decimal string, exact below 2^53. An argument of
+-- redis.call given as a number is written with "%.17g" (and string.format's "%.0f" is no
+-- cheaper): for the 13 to 16 digits of a time that is several times the cost of "%d".
+local function decimal(n)
+  return string.format('%d', n)
+end
+
 -- expireAt returns KEYS[1]'s expiry as an absolute Unix time in milliseconds, -1 when it has
 -- none, -2 when the key does not exist. PEXPIRETIME (Redis 7) is exact; older servers add PTTL
 -- to TIME, which may be off by a millisecond (comparisons allow for it).
@@ -57,7 +64,7 @@ end
 local function followLock(at)
   at = at or expireAt(KEYS[1])
   if at >= 0 then
-    redis.call('PEXPIREAT', KEYS[2], at)
+    redis.call('PEXPIREAT', KEYS[2], decimal(at))
   else
     redis.call('PERSIST', KEYS[2])
   end
@@ -105,7 +112,7 @@ end
 -- written again in the rare case that the last one was not below it. Older servers read first.
 local function nextFence(t)
   local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = redis.pcall('SET', KEYS[6], string.format('%.0f', token), 'PX', FENCE_MEMORY, 'GET')
+  local last = redis.pcall('SET', KEYS[6], decimal(token), 'PX', decimal(FENCE_MEMORY), 'GET')
   local written = type(last) ~= 'table' -- an error reply: a server without SET ... GET
   if not written then
     last = redis.call('GET', KEYS[6])
@@ -116,7 +123,7 @@ local function nextFence(t)
     written = false
   end
   if not written then
-    redis.call('SET', KEYS[6], string.format('%.0f', token), 'PX', FENCE_MEMORY)
+    redis.call('SET', KEYS[6], decimal(token), 'PX', decimal(FENCE_MEMORY))
   end
   return token
 end
