@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -139,13 +140,15 @@ const (
 // the attempts of a waiting call: with Options.FairQueue the call respects the keys' queues and,
 // with join, joins the queue of the first key with its claim as ticket if it cannot take it (see
 // queue.go); and only a waiting call leaves a free key to others in their turn (share.go): a
-// try-once acquisition takes a free key, as stock's does. A resend by go-redis is harmless: its
+// try-once acquisition takes a free key, as stock's does; a waiting call's attempt that does not
+// take a key marks a waiter on it (waitMarkTTL), so that its release is announced. A resend by go-redis is harmless: its
 // second run re-enters what the first took, under the same claim, which a give-back undoes in
 // turn (a ticket is refreshed, not added twice), and gets the same fencing token; for the
 // anonymous owner "*", which never re-enters, the second run finds the key held and the call
 // waits until its timeout gives the key back. The token of every key taken is noted in h.
 func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings, ttl int64, join bool) ([]int64, []error, error) {
 	ticketTTL := p.opts.QueueTicketTTL.Milliseconds()
+	markTTL := strconv.FormatInt(p.waitMarkTTL().Milliseconds(), 10)
 	who := h.holder.args()
 	grants, errs, err := evalBatch(ctx, p, acquireScript, keys, mayResend, func(i int) []any {
 		mode := queueIgnore
@@ -156,11 +159,11 @@ func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings,
 		default:
 			mode = queueCheck
 		}
-		turns := ""
+		waiting := "" // a try-once acquisition: no waiter to mark
 		if join {
-			turns = "1"
+			waiting = markTTL
 		}
-		return append([]any{h.owner, ttl, h.claim, mode, ticketTTL, turns}, who...)
+		return append([]any{h.owner, ttl, h.claim, mode, ticketTTL, waiting}, who...)
 	}, parseGrant)
 	status := make([]int64, len(keys))
 	for i, g := range grants {

@@ -3,6 +3,7 @@ package provider_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,11 +31,15 @@ import (
 // included (redis-cmds/op), the server's CPU time (redis-µs/op) and the round trips (rtt/op:
 // pipelines and single commands the client sent). Stock Medusa's execute of one key costs 2 of each: one
 // EVALSHA that takes the key and one that releases it.
+//
+// With LOCKTUI_BENCH_REDIS_URL set, it runs against that server instead (a scratch one: it
+// writes keys), e.g. a redis-server under valgrind's callgrind, whose instruction count does not
+// depend on the machine's load (README, "The Go provider's hot path").
 func BenchmarkExecute(b *testing.B) {
 	for _, workers := range []int{1, 50} {
 		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
-			srv := redistest.Start(b)
-			client, err := redisconn.Open(srv.URL, redisconn.TLSFiles{})
+			url, stats := benchServer(b)
+			client, err := redisconn.Open(url, redisconn.TLSFiles{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -53,7 +58,6 @@ func BenchmarkExecute(b *testing.B) {
 				})
 			}
 			warm.Wait()
-			stats := srv.Client(b)
 			sentBefore, allBefore := commandCalls(b, stats)
 			cpuBefore := serverCPU(b, stats)
 			trips.n.Store(0)
@@ -85,6 +89,22 @@ func BenchmarkExecute(b *testing.B) {
 			b.ReportMetric(float64(trips.n.Load())/float64(b.N), "rtt/op")
 		})
 	}
+}
+
+// benchServer is the server BenchmarkExecute runs against, and a client for its statistics: the
+// one LOCKTUI_BENCH_REDIS_URL names, else a private redis-server.
+func benchServer(b *testing.B) (url string, stats *redis.Client) {
+	if url := os.Getenv("LOCKTUI_BENCH_REDIS_URL"); url != "" {
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			b.Fatalf("LOCKTUI_BENCH_REDIS_URL: %v", err)
+		}
+		stats := redis.NewClient(opts)
+		b.Cleanup(func() { _ = stats.Close() })
+		return url, stats
+	}
+	srv := redistest.Start(b)
+	return srv.URL, srv.Client(b)
 }
 
 // commandCalls returns, from INFO commandstats, the commands clients sent (EVAL, EVALSHA and
@@ -136,7 +156,7 @@ func serverCPU(b *testing.B, c *redis.Client) time.Duration {
 // scriptCalled are the commands that only the scripts call: the rest come from clients.
 var scriptCalled = map[string]bool{
 	"get": true, "set": true, "del": true, "exists": true, "hset": true, "hget": true, "hdel": true,
-	"hsetnx": true, "hgetall": true, "pexpireat": true, "pexpire": true, "pexpiretime": true, "persist": true,
+	"hsetnx": true, "hgetall": true, "hmget": true, "pexpireat": true, "pexpire": true, "pexpiretime": true, "persist": true,
 	"pttl": true, "time": true, "publish": true, "lindex": true, "lpop": true, "rpush": true, "lrem": true,
 	"zadd": true, "zrem": true, "zscore": true, "zrange": true,
 }

@@ -55,8 +55,10 @@
 // Wake-ups (docs/waiting.md): a call waiting for a held key (Acquire with AwaitQueue,
 // AcquireLease, Execute) polls with jittered exponential backoff, as stock does, and retries at
 // once when the key is freed by anyone: the scripts that free a lock (release, give-back,
-// ReleaseAll's unlink, force-release) PUBLISH it on FreeChannel(namespace) from the same script,
-// and, on a server with keyspace notifications (notify-keyspace-events with K, g and x), stock
+// ReleaseAll's unlink, force-release) PUBLISH it on FreeChannel(namespace) from the same script
+// while a waiting call of ours has marked the key (each of its attempts that finds the key held
+// does, "locktui:{<redis key>}:waiting"; a release nobody waits for publishes nothing), and, on
+// a server with keyspace notifications (notify-keyspace-events with K, g and x), stock
 // Medusa's deletes and every expiry are heard too. A Provider listens on one pub/sub
 // connection, opened while any of its calls waits and closed when none does, and wakes one of
 // its waiters per freed key. Until Redis confirmed that subscription, while it is down, and for

@@ -30,8 +30,10 @@ func Listening(p *Provider) bool {
 	return p.listen.users > 0
 }
 
-// ScriptPrelude is what the provider puts in front of lib.lua in every script.
-var ScriptPrelude = scriptPrelude
+// ScriptSHAs maps the file base name of each script to the SHA1 that EVALSHA sends for it.
+var ScriptSHAs = map[string]string{"acquire": acquireScript.sha, "extend": extendScript.sha,
+	"release": releaseScript.sha, "giveback": givebackScript.sha, "claimed": claimedScript.sha,
+	"unlink": unlinkScript.sha}
 
 // FenceKey is the key of the fence of lock key rk (fence.go). For tests only.
 var FenceKey = fenceKey
@@ -53,3 +55,6 @@ func QueuedCalls(p *Provider) int {
 // QueueKeys are the keys of the wait queue of lock key rk and of its tickets (queue.go). For
 // tests only.
 var QueueKeys = queueKeys
+
+// WaitersKey is the key of the waiter marker of lock key rk (scripts.go). For tests only.
+var WaitersKey = waitersKey

@@ -26,12 +26,7 @@ var fenceConstants = fmt.Sprintf("local FENCE_MEMORY = %d\n", fenceMemory.Millis
 
 // fenceKey is the key of the fence of lock key rk: outside every namespace and in rk's Cluster
 // slot, as recordKey.
-func fenceKey(rk string) string {
-	if tag, ok := hashTag(rk); ok {
-		return "locktui:{" + tag + "}:fence:" + rk
-	}
-	return "locktui:{" + rk + "}:fence"
-}
+func fenceKey(rk string) string { return sideKey(rk, "fence") }
 
 // Client kinds in holder records.
 const (

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -144,21 +143,11 @@ func (e *env) set(k, owner string, ttl time.Duration) {
 	require.NoError(e.t, e.rdb.Set(context.Background(), e.key(k), owner, ttl).Err())
 }
 
-// scriptNames maps the SHA1 of each Lua script, as the provider loads it (the prelude and
-// scripts/lib.lua in front), to its file's base name.
+// scriptNames maps the SHA1 of each Lua script, as EVALSHA sends it, to its file's base name.
 var scriptNames = func() map[string]string {
 	names := map[string]string{}
-	lib, err := os.ReadFile("scripts/lib.lua")
-	if err != nil {
-		panic(err)
-	}
-	for _, name := range []string{"acquire", "extend", "release", "giveback", "claimed", "unlink"} {
-		src, err := os.ReadFile("scripts/" + name + ".lua")
-		if err != nil {
-			panic(err)
-		}
-		sum := sha1.Sum(append(append([]byte(provider.ScriptPrelude), lib...), src...))
-		names[hex.EncodeToString(sum[:])] = name
+	for name, sha := range provider.ScriptSHAs {
+		names[sha] = name
 	}
 	return names
 }()

@@ -82,9 +82,4 @@ func (f *fastPollers) drop(key string, q *queue) {
 
 // shareKey is the key of the share record of lock key rk: outside every namespace and in rk's
 // Cluster slot, as recordKey.
-func shareKey(rk string) string {
-	if tag, ok := hashTag(rk); ok {
-		return "locktui:{" + tag + "}:share:" + rk
-	}
-	return "locktui:{" + rk + "}:share"
-}
+func shareKey(rk string) string { return sideKey(rk, "share") }

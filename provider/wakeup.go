@@ -66,6 +66,16 @@ func (w *wakeups) unhold(keys []string, freed []bool) {
 	}
 }
 
+// waitMarkTTL is the life of the waiter marker that a waiting call's attempt sets on a key it
+// did not take (lib.lua, markWaiting): the scripts that free a key announce it on FreeChannel
+// only while the marker lives, so a release nobody waits for costs no PUBLISH. Each attempt
+// leaves the marker at least half of this to live, and the next attempt follows within
+// MaximumRetryInterval (the longest backoff sleep) plus its round trip, so a sleeping waiter is
+// always marked: 2 × MaximumRetryInterval + 2 s (4 s by default). A marker that lapses all the
+// same (a round trip slower than a second) costs that waiter one backoff sleep, as a lost
+// message does.
+func (p *Provider) waitMarkTTL() time.Duration { return 2*p.opts.MaximumRetryInterval + 2*time.Second }
+
 // wakeup is one registration: it is woken when one of its keys is deleted by this Provider;
 // its context (waitContext) ends then, when the waiter's context ends, or when the
 // registration is stopped.

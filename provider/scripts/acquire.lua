@@ -6,9 +6,11 @@
 -- free lock only when nobody else queues for it; 'join' does the same and, when it cannot take
 -- the lock, joins (or stays in) the queue with ticket ARGV[3], live for ARGV[5] ms. A re-entry
 -- never queues. Taking the lock leaves the queue.
--- ARGV[6] is '1' for the attempts of a waiting call: only those leave a free lock to processes
--- that write no holder record in their turn (see lib.lua, stock's turns); a try-once
--- acquisition takes a free lock, as stock's does.
+-- ARGV[6] is, for the attempts of a waiting call, the life in ms of the waiter marker that such
+-- an attempt sets when it does not take the lock (see lib.lua, markWaiting), and '' for a
+-- try-once acquisition. Only a waiting call leaves a free lock to processes that write no
+-- holder record in their turn (see lib.lua, stock's turns); a try-once acquisition takes a free
+-- lock, as stock's does.
 -- ARGV[7] to ARGV[10] name the taking process in the record: host, pid, program, client kind.
 -- Returns {status, fencing token}: status 1 for a fresh lock (with a new token), 0 when someone
 -- else holds it (or is ahead in the queue), 2 for a re-entry by the same owner (with the hold's
@@ -18,15 +20,24 @@
 local ttl = tonumber(ARGV[2])
 local mode = ARGV[4]
 local fair = mode == 'join' or mode == 'check'
+local waiting = ARGV[6] ~= ''
 local function held(status)
   if mode == 'join' then
     joinQueue(ARGV[3], tonumber(ARGV[5]))
   end
+  if waiting then
+    markWaiting(tonumber(ARGV[6]))
+  end
   return {status or 0, 0}
 end
-local function holdRecord(rec, since, fence)
+-- holdRecord completes rec with the taking process, and the hold's start and fencing token:
+-- since and fence when the call joins a hold, else now (TIME t) and a new token.
+local function holdRecord(rec, t, since, fence)
   rec.host, rec.pid, rec.prog, rec.kind = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
-  rec.since, rec.fence = since or string.format('%.0f', nowMs()), fence or string.format('%.0f', nextFence())
+  if not since then
+    since = decimal(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  end
+  rec.since, rec.fence = since, fence or decimal(nextFence(t))
   return rec
 end
 local queued = false -- the queue is not empty: the caller's ticket may be in it
@@ -41,22 +52,25 @@ if fair then
     end
   end
 end
-if ARGV[6] == '1' and redis.call('EXISTS', KEYS[1]) == 0 then
-  local left = yieldLeft()
-  if left > 0 then
+local shared, yield = shareState()
+if waiting and yield then
+  local left = yieldLeft(yield)
+  if left > 0 and redis.call('EXISTS', KEYS[1]) == 0 then
     return held(-left)
   end
 end
 local ok
 if ttl > 0 then
-  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ttl)
+  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])
 else
   ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
 end
 if ok then
-  local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1])})
-  writeRecord(rec)
-  startRun()
+  local t = redis.call('TIME')
+  local at = expireAt(KEYS[1])
+  local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = decimal(at)}, t)
+  writeRecord(rec, at)
+  startRun(shared, rec.since)
   if queued then
     leaveQueue(ARGV[3])
   end
@@ -78,14 +92,15 @@ if before then
   prev.rec = before
 end
 if ttl > 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'XX', 'EX', ttl)
+  redis.call('SET', KEYS[1], ARGV[1], 'XX', 'EX', ARGV[2])
 else
   redis.call('SET', KEYS[1], ARGV[1], 'XX')
 end
 local hold = before and before.owner == ARGV[1] and before or {} -- the hold this re-entry joins
-local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = expireAt(KEYS[1]), re = 1, prev = cjson.encode(prev)},
-  hold.since, hold.fence)
-writeRecord(rec)
+local at = expireAt(KEYS[1])
+local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = decimal(at), re = 1, prev = cjson.encode(prev)},
+  (not hold.since or not hold.fence) and redis.call('TIME'), hold.since, hold.fence)
+writeRecord(rec, at)
 if queued then
   leaveQueue(ARGV[3])
 end

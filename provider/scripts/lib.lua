@@ -26,8 +26,17 @@
 -- It expires SHARE_MEMORY ms after one of ours last found the lock held by such a process.
 -- KEYS[6] is the lock's fence: the last fencing token issued on the lock, kept FENCE_MEMORY ms
 -- after that (it outlives the lock, so that tokens keep increasing across holds; fence.go).
+-- KEYS[7] is the lock's waiter marker: it exists while a waiting call of ours may be sleeping
+-- between attempts on the lock (set by those attempts, see markWaiting; wakeup.go).
 -- The last ARGV of every script is the wake-up channel: a script that frees the lock publishes
--- "<queue head>\n<lock key>" on it (the head empty when nobody queues).
+-- "<queue head>\n<lock key>" on it (the head empty when nobody queues), when a waiter is marked.
+
+-- decimal writes the whole number n as a decimal string, exact below 2^53. An argument of
+-- redis.call given as a number is written with "%.17g" (and string.format's "%.0f" is no
+-- cheaper): for the 13 to 16 digits of a time that is several times the cost of "%d".
+local function decimal(n)
+  return string.format('%d', n)
+end
 
 -- expireAt returns KEYS[1]'s expiry as an absolute Unix time in milliseconds, -1 when it has
 -- none, -2 when the key does not exist. PEXPIRETIME (Redis 7) is exact; older servers add PTTL
@@ -50,11 +59,12 @@ local function sameExpiry(at)
   return at ~= nil and math.abs(expireAt(KEYS[1]) - tonumber(at)) <= 2
 end
 
--- followLock gives the record the lock's lifetime: it expires when the lock does.
-local function followLock()
-  local at = expireAt(KEYS[1])
+-- followLock gives the record the lock's lifetime: it expires when the lock does. at, when
+-- given, is the lock's expiry as expireAt returns it (read by the caller already).
+local function followLock(at)
+  at = at or expireAt(KEYS[1])
   if at >= 0 then
-    redis.call('PEXPIREAT', KEYS[2], at)
+    redis.call('PEXPIREAT', KEYS[2], decimal(at))
   else
     redis.call('PERSIST', KEYS[2])
   end
@@ -73,8 +83,9 @@ local function readRecord()
   return rec
 end
 
--- writeRecord replaces the record with the fields of rec and gives it the lock's lifetime.
-local function writeRecord(rec)
+-- writeRecord replaces the record with the fields of rec and gives it the lock's lifetime (at:
+-- see followLock).
+local function writeRecord(rec, at)
   redis.call('DEL', KEYS[2])
   local flat = {}
   for k, v in pairs(rec) do
@@ -83,7 +94,7 @@ local function writeRecord(rec)
   end
   if #flat > 0 then
     redis.call('HSET', KEYS[2], unpack(flat))
-    followLock()
+    followLock(at)
   end
 end
 
@@ -93,18 +104,27 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- nextFence issues the lock's next fencing token: the server time in microseconds, or one more
--- than the last token when that is not below it (the clock ran backwards, or two takes fell in
--- one microsecond), and remembers it in KEYS[6] for FENCE_MEMORY ms. Tokens stay below 2^53
--- (exact as Lua and JavaScript numbers) until the year 2255.
-local function nextFence()
-  local t = redis.call('TIME')
+-- nextFence issues the lock's next fencing token: the server time in microseconds, t as TIME
+-- returns it, or one more than the last token when that is not below it (the clock ran
+-- backwards, or two takes fell in one microsecond), and remembers it in KEYS[6] for
+-- FENCE_MEMORY ms. Tokens stay below 2^53 (exact as Lua and JavaScript numbers) until the year
+-- 2255. The new token is written and the last one read in one SET ... GET (Redis 6.2); it is
+-- written again in the rare case that the last one was not below it. Older servers read first.
+local function nextFence(t)
   local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = tonumber(redis.call('GET', KEYS[6]) or 0) or 0
+  local last = redis.pcall('SET', KEYS[6], decimal(token), 'PX', decimal(FENCE_MEMORY), 'GET')
+  local written = type(last) ~= 'table' -- an error reply: a server without SET ... GET
+  if not written then
+    last = redis.call('GET', KEYS[6])
+  end
+  last = tonumber(last or 0) or 0
   if last >= token then
     token = last + 1
+    written = false
   end
-  redis.call('SET', KEYS[6], string.format('%.0f', token), 'PX', FENCE_MEMORY)
+  if not written then
+    redis.call('SET', KEYS[6], decimal(token), 'PX', decimal(FENCE_MEMORY))
+  end
   return token
 end
 
@@ -148,10 +168,23 @@ local function leaveQueue(ticket)
   end
 end
 
+-- markWaiting marks that a waiting call of ours sleeps on the lock until its next attempt,
+-- which it makes within ttl / 2 ms: the marker is made to live ttl ms when it has less than
+-- half of that left, so it is never shortened (another Provider's waiters may need longer) and
+-- is written at most once per ttl / 2 however many waiters poll.
+local function markWaiting(ttl)
+  if redis.call('PTTL', KEYS[7]) < ttl / 2 then
+    redis.call('SET', KEYS[7], '1', 'PX', ttl)
+  end
+end
+
 -- announceFree tells the waiters that the lock is free: the queue head, if any, is the one to
--- take it (see listen.go).
+-- take it (see listen.go). Without a waiter marker no waiter of ours sleeps on the lock (every
+-- one marks it in the same script run as the attempt that found it held), and nothing is sent.
 local function announceFree()
-  redis.call('PUBLISH', ARGV[#ARGV], (queueHead() or '') .. '\n' .. KEYS[1])
+  if redis.call('EXISTS', KEYS[7]) == 1 then
+    redis.call('PUBLISH', ARGV[#ARGV], (queueHead() or '') .. '\n' .. KEYS[1])
+  end
 end
 
 -- Stock's turns (share.go has the rule and docs/waiting.md the reasons): after our clients
@@ -176,18 +209,26 @@ local function noteForeign()
   return false
 end
 
--- yieldLeft is how many ms the free lock is still left to the others (0: none).
-local function yieldLeft()
-  local y = redis.call('HGET', KEYS[5], 'yield')
+-- shareState reads the share record in one command: whether it exists ("seen" is set whenever
+-- it does) and its "yield" (false when not set).
+local function shareState()
+  local v = redis.call('HMGET', KEYS[5], 'yield', 'seen')
+  return v[2] ~= false, v[1]
+end
+
+-- yieldLeft is how many ms the free lock is still left to the others (0: none), given the
+-- share record's "yield" (see shareState).
+local function yieldLeft(y)
   if not y then
     return 0
   end
   return math.max(tonumber(y) - nowMs(), 0)
 end
 
--- startRun notes, when others contend, that a run of ours on the lock begins.
-local function startRun()
-  if redis.call('EXISTS', KEYS[5]) == 1 and redis.call('HSETNX', KEYS[5], 'since', nowMs()) == 1 then
+-- startRun notes, when others contend (shared: the share record exists, see shareState), that
+-- a run of ours on the lock begins.
+local function startRun(shared, now)
+  if shared and redis.call('HSETNX', KEYS[5], 'since', now) == 1 then
     redis.call('HDEL', KEYS[5], 'yield', 'theirs')
   end
 end
