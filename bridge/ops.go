@@ -96,10 +96,19 @@ func (c *conn) start(req Request) {
 	ctx, cancel := context.WithCancelCause(parent)
 	entry := &inflight{}
 	var t *turn
-	if isWait(req) {
+	var behind []<-chan struct{}
+	var release *barrier
+	switch {
+	case isWait(req):
 		entry.cancel = cancel
 		// Its place among this connection's waits, before the next frame is read.
 		t = c.order.enter(req.Keys)
+	case len(req.Keys) > 0:
+		behind = c.order.behind(req.Keys)
+	case req.Op == OpLeaseRelease:
+		if e := c.leases[req.Lease]; e != nil {
+			release = c.order.releasing(e.lease.Keys())
+		}
 	}
 	c.inflight[key] = entry
 	if !immediate(req.Op) {
@@ -120,6 +129,14 @@ func (c *conn) start(req Request) {
 		defer cancel(nil)
 		if t != nil {
 			defer c.order.leave(t) // after the reply is queued, and also when the request panics
+		}
+		if release != nil {
+			defer c.order.lift(release)
+		}
+		if behind != nil {
+			// A request that does not wait waits for nothing but the releases sent before it; ctx
+			// ending first (the server stops) lets the provider answer.
+			_ = awaitAll(ctx, behind, 0)
 		}
 		result, err := c.do(ctx, req, renewals, t)
 		c.mu.Lock()
