@@ -69,8 +69,8 @@ type closeReason struct {
 }
 
 // conn is one client connection: a reader (readPump, in run), a writer (writePump, the only
-// goroutine that writes to the socket), one goroutine per request in flight and one watcher per
-// lease.
+// goroutine that writes to the socket), one goroutine per request in flight (reused, see
+// workers) and one watcher per lease.
 type conn struct {
 	s      *Server
 	ws     *websocket.Conn
@@ -95,7 +95,8 @@ type conn struct {
 	changed    chan struct{} // signalled when a request or a lease ends (for the drain)
 	finished   chan struct{} // closed when run returns
 
-	requests   sync.WaitGroup // request goroutines
+	requests   sync.WaitGroup // requests running
+	workers    *workers       // the goroutines that run them
 	watchers   sync.WaitGroup // lease watchers
 	background sync.WaitGroup // lease releases and their retries
 
@@ -141,6 +142,7 @@ func newConn(s *Server, ws *websocket.Conn, token Token, log *slog.Logger) *conn
 		badFrames:  rate.NewLimiter(rate.Every(badFrameRefill), s.cfg.MaxBadFrames),
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.workers = newWorkers(c.ctx.Done())
 	c.sess = s.sessions.open(c, token.Secret, c.limits.MaxInFlight)
 	return c
 }
@@ -174,6 +176,7 @@ func (c *conn) run() {
 	}
 	_ = c.ws.Close()
 	c.requests.Wait()
+	c.workers.wait()
 	c.watchers.Wait()
 	c.background.Wait()
 	c.log.Info("connection closed")

@@ -47,7 +47,7 @@ func immediate(op Op) bool { return op == OpPing || op == OpCancel || op == OpRe
 func isWait(req Request) bool { return req.Op == OpLease || (req.Op == OpAcquire && req.AwaitQueue) }
 
 // start admits a request and serves it: ping and cancel at once, every other op in a goroutine
-// of its own, within the connection's limits.
+// of its own (see workers), within the connection's limits.
 func (c *conn) start(req Request) {
 	key := idKey(req.ID)
 	var renewals float64
@@ -123,7 +123,7 @@ func (c *conn) start(req Request) {
 	}
 	c.requests.Add(1)
 	c.mu.Unlock()
-	go func() {
+	c.workers.run(func() {
 		defer c.requests.Done()
 		defer c.recoverInternal()
 		defer cancel(nil)
@@ -146,7 +146,7 @@ func (c *conn) start(req Request) {
 		}
 		c.mu.Unlock()
 		c.finish(ctx, req, result, err)
-	}()
+	})
 }
 
 // finish records the outcome of a request in the session and sends its reply.
