@@ -21,10 +21,10 @@ export interface BridgeLockingOptions {
    */
   waitLockingTimeout?: number
   /**
-   * true: execute() resolves only once the bridge confirmed the release of its keys, and a failed
-   * release rejects it (stock's timing). Default false: execute() resolves once the job finished
-   * and the release is sent; this client's later requests on the keys come after the release,
-   * other processes see the keys free about one round trip later.
+   * true (the default, stock's timing): execute() resolves only once the bridge confirmed the
+   * release of its keys, and a failed release rejects it. false: execute() resolves once the job
+   * finished and the release is sent (one round trip fewer); this client's later requests on the
+   * keys come after the release, other processes see the keys free about one round trip later.
    */
   awaitRelease?: boolean
   /**

@@ -99,8 +99,8 @@ class BridgeLockingProvider {
     const providerOptions = fromCradle(cradle, OPTIONS_REGISTRATION) ?? {}
     this.waitLockingTimeout =
       coerced(providerOptions.waitLockingTimeout) ?? coerced(moduleOptions?.waitLockingTimeout) ?? DEFAULT_WAIT_LOCKING_TIMEOUT
-    /** Whether execute waits for the bridge's answer to its release (stock's timing, see the README). */
-    this.awaitRelease = providerOptions.awaitRelease === true
+    /** Whether execute waits for the bridge's answer to its release (stock's timing, the default; see the README). */
+    this.awaitRelease = providerOptions.awaitRelease !== false
   }
 
   /**
@@ -130,7 +130,7 @@ class BridgeLockingProvider {
       return result
     } finally {
       // The release is sent now, in order before any later request of this client on these
-      // keys (the bridge runs it first); unless awaitRelease, execute does not wait for its reply.
+      // keys (the bridge runs it first); with awaitRelease false, execute does not wait for its reply.
       const released = lease.release()
       if (this.awaitRelease) await released
       else released.catch((err) => this.releaseFailed_(keys, err))
