@@ -69,8 +69,8 @@ type closeReason struct {
 }
 
 // conn is one client connection: a reader (readPump, in run), a writer (writePump, the only
-// goroutine that writes to the socket), one goroutine per request in flight and one watcher per
-// lease.
+// goroutine that writes to the socket), one goroutine per request in flight (reused, see
+// workers) and one watcher per lease.
 type conn struct {
 	s      *Server
 	ws     *websocket.Conn
@@ -95,7 +95,8 @@ type conn struct {
 	changed    chan struct{} // signalled when a request or a lease ends (for the drain)
 	finished   chan struct{} // closed when run returns
 
-	requests   sync.WaitGroup // request goroutines
+	requests   sync.WaitGroup // requests running
+	workers    *workers       // the goroutines that run them
 	watchers   sync.WaitGroup // lease watchers
 	background sync.WaitGroup // lease releases and their retries
 
@@ -141,6 +142,7 @@ func newConn(s *Server, ws *websocket.Conn, token Token, log *slog.Logger) *conn
 		badFrames:  rate.NewLimiter(rate.Every(badFrameRefill), s.cfg.MaxBadFrames),
 	}
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	c.workers = newWorkers(c.ctx.Done())
 	c.sess = s.sessions.open(c, token.Secret, c.limits.MaxInFlight)
 	return c
 }
@@ -174,6 +176,7 @@ func (c *conn) run() {
 	}
 	_ = c.ws.Close()
 	c.requests.Wait()
+	c.workers.wait()
 	c.watchers.Wait()
 	c.background.Wait()
 	c.log.Info("connection closed")
@@ -293,33 +296,74 @@ func (c *conn) drain() {
 	_, _ = io.Copy(io.Discard, nc)
 }
 
-// writePump is the only writer of the socket: text frames, pongs and the close frame.
+// writePump is the only writer of the socket: text frames, pongs and the close frame. The
+// frames it finds queued together go out in one write (see batchConn).
 func (c *conn) writePump() {
 	defer close(c.writerDone)
+	batch := batchConnOf(c.ws)
 	for {
 		select {
 		case f := <-c.out:
-			c.frameTaken(f)
-			_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-			var err error
-			switch f.kind {
-			case closeFrame:
-				_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(f.code, f.text))
-				return
-			case pongFrame:
-				err = c.ws.WriteMessage(websocket.PongMessage, f.data)
-			default:
-				err = c.ws.WriteMessage(websocket.TextMessage, f.data)
+			if batch != nil {
+				batch.hold()
 			}
-			if err != nil {
-				c.log.Debug("write failed; dropping the connection", "error", err)
-				_ = c.ws.NetConn().Close() // ends the reader too
+			ok := c.writeQueued(f)
+			if batch != nil {
+				if err := batch.flush(); err != nil && ok {
+					c.writeFailed(err)
+					return
+				}
+			}
+			if !ok {
 				return
 			}
 		case <-c.quit:
 			return
 		}
 	}
+}
+
+// writeQueued writes first and the frames queued behind it, at most maxBatchFrames; false
+// means the writer stops (see write).
+func (c *conn) writeQueued(first outFrame) bool {
+	ok := c.write(first)
+	for n := 1; ok && n < maxBatchFrames; n++ {
+		select {
+		case f := <-c.out:
+			ok = c.write(f)
+		default:
+			return true
+		}
+	}
+	return ok
+}
+
+// write writes one frame; false means the writer stops (a close frame, or the write failed and
+// the connection is dropped).
+func (c *conn) write(f outFrame) bool {
+	c.frameTaken(f)
+	_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+	var err error
+	switch f.kind {
+	case closeFrame:
+		_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(f.code, f.text))
+		return false
+	case pongFrame:
+		err = c.ws.WriteMessage(websocket.PongMessage, f.data)
+	default:
+		err = c.ws.WriteMessage(websocket.TextMessage, f.data)
+	}
+	if err != nil {
+		c.writeFailed(err)
+		return false
+	}
+	return true
+}
+
+// writeFailed drops the connection after a failed write.
+func (c *conn) writeFailed(err error) {
+	c.log.Debug("write failed; dropping the connection", "error", err)
+	_ = c.ws.NetConn().Close() // ends the reader too
 }
 
 func (c *conn) stopWriter() {

@@ -47,7 +47,7 @@ func immediate(op Op) bool { return op == OpPing || op == OpCancel || op == OpRe
 func isWait(req Request) bool { return req.Op == OpLease || (req.Op == OpAcquire && req.AwaitQueue) }
 
 // start admits a request and serves it: ping and cancel at once, every other op in a goroutine
-// of its own, within the connection's limits.
+// of its own (see workers), within the connection's limits.
 func (c *conn) start(req Request) {
 	key := idKey(req.ID)
 	var renewals float64
@@ -96,10 +96,19 @@ func (c *conn) start(req Request) {
 	ctx, cancel := context.WithCancelCause(parent)
 	entry := &inflight{}
 	var t *turn
-	if isWait(req) {
+	var behind []<-chan struct{}
+	var release *barrier
+	switch {
+	case isWait(req):
 		entry.cancel = cancel
 		// Its place among this connection's waits, before the next frame is read.
 		t = c.order.enter(req.Keys)
+	case len(req.Keys) > 0:
+		behind = c.order.behind(req.Keys)
+	case req.Op == OpLeaseRelease:
+		if e := c.leases[req.Lease]; e != nil {
+			release = c.order.releasing(e.lease.Keys())
+		}
 	}
 	c.inflight[key] = entry
 	if !immediate(req.Op) {
@@ -114,12 +123,20 @@ func (c *conn) start(req Request) {
 	}
 	c.requests.Add(1)
 	c.mu.Unlock()
-	go func() {
+	c.workers.run(func() {
 		defer c.requests.Done()
 		defer c.recoverInternal()
 		defer cancel(nil)
 		if t != nil {
 			defer c.order.leave(t) // after the reply is queued, and also when the request panics
+		}
+		if release != nil {
+			defer c.order.lift(release)
+		}
+		if behind != nil {
+			// A request that does not wait waits for nothing but the releases sent before it; ctx
+			// ending first (the server stops) lets the provider answer.
+			_ = awaitAll(ctx, behind, 0)
 		}
 		result, err := c.do(ctx, req, renewals, t)
 		c.mu.Lock()
@@ -129,7 +146,7 @@ func (c *conn) start(req Request) {
 		}
 		c.mu.Unlock()
 		c.finish(ctx, req, result, err)
-	}()
+	})
 }
 
 // finish records the outcome of a request in the session and sends its reply.

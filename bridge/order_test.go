@@ -142,3 +142,37 @@ func requireFirstGranted(t *testing.T, c *client, round, n, first int) {
 		c.send(req{"id": fmt.Sprintf("r%d-%d", round, granted), "op": "lease_release", "lease": f.Result["lease"]})
 	}
 }
+
+// A request sent right after a lease_release, before its reply, finds the lease's keys
+// released: the release goes first, so that a client's execute may resolve once its release is
+// sent. A plain acquire (which fails at once on a held key) and a lease both get the key.
+func TestRequestsAfterALeaseReleaseFindItsKeysReleased(t *testing.T) {
+	h := start(t)
+	c := h.dial(testToken)
+	for round := range 20 {
+		key := fmt.Sprintf("k%d", round)
+		for _, next := range []req{
+			{"id": "next", "op": "acquire", "keys": []string{key}, "owner": "o"},
+			{"id": "next", "op": "lease", "keys": []string{key}, "timeout": 5},
+		} {
+			grant := c.ok(req{"id": "lease", "op": "lease", "keys": []string{key}, "timeout": 5})
+			c.send(req{"id": "release", "op": "lease_release", "lease": grant["lease"]})
+			c.send(next)
+			replies := map[string]frame{}
+			for range 2 {
+				f := c.recv()
+				var id string
+				require.NoError(t, json.Unmarshal(f.ID, &id))
+				replies[id] = f
+			}
+			require.True(t, replies["next"].OK, "round %d: %s after a lease_release: %+v", round, next["op"], replies["next"].Error)
+			require.True(t, replies["release"].OK, "round %d: %+v", round, replies["release"].Error)
+			require.Equal(t, true, replies["release"].Result["released"], "round %d", round)
+			if next["op"] == "acquire" {
+				c.ok(req{"id": "give-back", "op": "release", "keys": []string{key}, "owner": "o"})
+			} else {
+				c.ok(req{"id": "give-back", "op": "lease_release", "lease": replies["next"].Result["lease"]})
+			}
+		}
+	}
+}

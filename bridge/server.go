@@ -121,6 +121,7 @@ func (s *Server) Serve(l net.Listener) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	l = batchListener{l} // below TLS: see batchConn
 	if s.cfg.TLS != nil {
 		conf := s.cfg.TLS.Clone()
 		// WebSocket upgrades need HTTP/1.1; never negotiate h2.

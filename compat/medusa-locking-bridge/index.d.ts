@@ -21,6 +21,13 @@ export interface BridgeLockingOptions {
    */
   waitLockingTimeout?: number
   /**
+   * true (the default, stock's timing): execute() resolves only once the bridge confirmed the
+   * release of its keys, and a failed release rejects it. false: execute() resolves once the job
+   * finished and the release is sent (one round trip fewer); this client's later requests on the
+   * keys come after the release, other processes see the keys free about one round trip later.
+   */
+  awaitRelease?: boolean
+  /**
    * Milliseconds a call made while disconnected waits for the connection: acquire without
    * awaitQueue, release and releaseAll. execute waits up to its own timeout and acquire with
    * awaitQueue as long as it takes. Default 3000.

@@ -99,6 +99,8 @@ class BridgeLockingProvider {
     const providerOptions = fromCradle(cradle, OPTIONS_REGISTRATION) ?? {}
     this.waitLockingTimeout =
       coerced(providerOptions.waitLockingTimeout) ?? coerced(moduleOptions?.waitLockingTimeout) ?? DEFAULT_WAIT_LOCKING_TIMEOUT
+    /** Whether execute waits for the bridge's answer to its release (stock's timing, the default; see the README). */
+    this.awaitRelease = providerOptions.awaitRelease !== false
   }
 
   /**
@@ -127,8 +129,23 @@ class BridgeLockingProvider {
       if (signal.aborted) throw signal.reason
       return result
     } finally {
-      await lease.release()
+      // The release is sent now, in order before any later request of this client on these
+      // keys (the bridge runs it first); with awaitRelease false, execute does not wait for its reply.
+      const released = lease.release()
+      if (this.awaitRelease) await released
+      else released.catch((err) => this.releaseFailed_(keys, err))
     }
+  }
+
+  /**
+   * A release that execute did not wait for failed (the job's result stands: it ran while the
+   * keys were held). The bridge retries the release itself and the lease stopped being renewed,
+   * so the keys are free again by their TTL at the latest.
+   */
+  releaseFailed_(keys, err) {
+    this.logger_?.warn?.(
+      `locking-bridge: releasing the lock for key(s) ${keys.map((k) => JSON.stringify(k)).join(", ")} after execute failed (the bridge retries it; the keys expire with their TTL at the latest): ${err?.message}`
+    )
   }
 
   /**

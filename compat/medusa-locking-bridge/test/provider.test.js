@@ -23,6 +23,15 @@ async function rejectsConflict(promise, message) {
 
 const notAcquired = (key) => `Failed to acquire lock for key "${key}"`
 
+/**
+ * execute resolves once its release is sent: the client's next request on the key comes after
+ * it, so a plain acquire (which fails at once on a held key) gets the key.
+ */
+async function assertReleasedForThisClient(locks, key) {
+  await locks.acquire(key, { ownerId: "probe" })
+  assert.equal(await locks.release(key, { ownerId: "probe" }), true)
+}
+
 describe("Medusa locking-redis suite (R, T, M cases)", () => {
   test("R1: execute serializes parallel buys (stock ends at 0)", async () => {
     const locks = env.provider()
@@ -231,7 +240,7 @@ describe("stock argument coercions", () => {
   test("duplicate keys are taken once (stock blocks or leaks on them)", async () => {
     const locks = env.provider()
     assert.equal(await locks.execute(["dup_k", "dup_k"], async () => "once", { timeout: 5 }), "once")
-    assert.equal(await env.raw.get(NS + "dup_k"), null)
+    await assertReleasedForThisClient(locks, "dup_k")
     await locks.acquire(["dup_a", "dup_a"])
     assert.equal(await env.raw.get(NS + "dup_a"), "*")
     assert.equal(await locks.release(["dup_a", "dup_a"]), true)
@@ -288,7 +297,13 @@ describe("stock argument coercions", () => {
     assert.ok(seen[1] > 50 && seen[1] <= 60, `default lease 60 s, TTL ${seen[1]}`)
     const ttl = await locks.execute("ex_owner", async () => env.raw.ttl(NS + "ex_owner"), { expire: 900 })
     assert.ok(ttl > 890 && ttl <= 900, `expire 900: TTL ${ttl}`)
-    assert.equal(await env.raw.get(NS + "ex_owner"), null, "released after the job")
+    assert.equal(await env.raw.get(NS + "ex_owner"), null, "released when execute resolves (awaitRelease, the default)")
+    // awaitRelease false: execute resolves once its release is sent; this client's next request
+    // on the key comes after it (a plain acquire, which fails at once on a held key, gets it),
+    // others see the key free a round trip later.
+    const sending = env.provider({ awaitRelease: false })
+    await sending.execute("ex_owner", async () => {})
+    await assertReleasedForThisClient(sending, "ex_owner")
     await rejectsConflict(
       locks.execute("ex_nested", () => locks.execute("ex_nested", async () => "inner", { timeout: 1 })),
       "Timed-out acquiring lock."
