@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/locktui/locktui/internal/sleep"
 )
 
 // shutdownGrace bounds how long shutdown waits for the reads in flight. go-redis ends I/O at
@@ -64,14 +65,10 @@ func (r *runtime) track(wg *sync.WaitGroup, fn func(ctx context.Context) tea.Msg
 // (unlike tea.Tick, whose goroutine would outlive the program).
 func (r *runtime) after(d time.Duration, msg tea.Msg) tea.Cmd {
 	return r.cmd(func(ctx context.Context) tea.Msg {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
+		if !sleep.For(ctx, d) {
 			return nil
-		case <-t.C:
-			return msg
 		}
+		return msg
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/locktui/locktui/internal/sleep"
 	"golang.org/x/time/rate"
 )
 
@@ -37,7 +38,7 @@ func (s *Source) RereadExpired(ctx context.Context, hub *Hub) {
 			}
 			now := time.Now()
 			retry.Fail(now)
-			if sleep(ctx, retry.Wait(now)) != nil {
+			if !sleep.For(ctx, retry.Wait(now)) {
 				return
 			}
 		}

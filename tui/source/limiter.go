@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locktui/locktui/internal/sleep"
 	"golang.org/x/time/rate"
 )
 
@@ -31,7 +32,7 @@ type Limiter struct {
 // tenth of a second's worth, so no one-second window sees more than 1.1 × perSecond plus the
 // batch that ran ahead.
 func NewLimiter(perSecond int) *Limiter {
-	l := &Limiter{now: time.Now, sleep: sleep}
+	l := &Limiter{now: time.Now, sleep: sleepUntilDone}
 	if perSecond > 0 {
 		l.lim = rate.NewLimiter(rate.Limit(perSecond), max(perSecond/10, 1))
 	}
@@ -85,13 +86,10 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 	return l.sleep(ctx, d)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+// sleepUntilDone is the Limiter's default sleep: ctx's error when ctx ends first.
+func sleepUntilDone(ctx context.Context, d time.Duration) error {
+	if !sleep.For(ctx, d) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/events"
+	"github.com/locktui/locktui/internal/sleep"
 )
 
 // HeartbeatEvery is the PING interval while Redis answers.
@@ -250,7 +251,7 @@ func (w *Watcher) heartbeat(ctx context.Context) {
 				}
 			}, n)
 		}
-		if sleep(ctx, wait) != nil {
+		if !sleep.For(ctx, wait) {
 			return
 		}
 	}
@@ -363,7 +364,7 @@ func subscribe[T any](ctx context.Context, w *Watcher, f feed[T]) (sub T, ok boo
 		}
 		recovered = true
 		w.update(ctx, func(st *Status) { *f.state(st) = Feed{Err: err} }, n)
-		if sleep(ctx, retry.Wait(now)) != nil {
+		if !sleep.For(ctx, retry.Wait(now)) {
 			return sub, false
 		}
 	}
@@ -401,7 +402,7 @@ func (w *Watcher) keyspace(ctx context.Context) {
 		if err != nil {
 			// Redis is away: the heartbeat shows it; go-redis resubscribes by itself. Pause so
 			// an outage does not spin.
-			if sleep(ctx, time.Second) != nil {
+			if !sleep.For(ctx, time.Second) {
 				return
 			}
 			continue
