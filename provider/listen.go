@@ -39,7 +39,9 @@ const (
 //
 // Wake-ups only shorten a backoff sleep: until Redis has confirmed the subscription, and
 // whenever the connection is down, nothing wakes and waiters poll with stock's backoff,
-// unchanged. A lost message costs at most one backoff sleep.
+// unchanged. Each confirmation (the first, and every one after a reconnect) wakes every waiter
+// once, so a key freed while nothing listened costs no backoff sleep; a message lost otherwise
+// costs at most one.
 type listener struct {
 	p *Provider
 
@@ -128,7 +130,7 @@ func (l *listener) run(ctx context.Context, done chan struct{}) {
 func (l *listener) receive(ctx context.Context, ps *redis.PubSub) {
 	stop := context.AfterFunc(ctx, func() { _ = ps.Close() }) // unblocks a pending receive
 	defer stop()
-	l.live.Store(true)
+	l.confirmed()
 	defer l.live.Store(false)
 	failures := 0
 	for {
@@ -156,11 +158,20 @@ func (l *listener) receive(ctx context.Context, ps *redis.PubSub) {
 		failures = 0
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			l.live.Store(true)
+			if !l.live.Load() {
+				l.confirmed() // go-redis subscribed again after a reconnect
+			}
 		case *redis.Message:
 			l.dispatch(m)
 		}
 	}
+}
+
+// confirmed notes that Redis confirmed the subscription: from now on every freed key is heard.
+// The waiters retry once, for a key freed while nothing listened was announced to nobody.
+func (l *listener) confirmed() {
+	l.live.Store(true)
+	l.p.wakeups.wakeAll()
 }
 
 // dispatch wakes the waiters a message is about.

@@ -113,3 +113,45 @@ func cancelWait(t *testing.T) (context.Context, context.CancelFunc) {
 	t.Cleanup(cancel)
 	return c, cancel
 }
+
+// gatedSubscriber is a client whose subscriptions wait until open is closed, as over a slow
+// link: the Provider's wake-up listener is not live until then.
+type gatedSubscriber struct {
+	*redis.Client
+	open chan struct{}
+}
+
+// Subscribe waits for open, then subscribes.
+func (g gatedSubscriber) Subscribe(ctx context.Context, channels ...string) *redis.PubSub {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+	}
+	return g.Client.Subscribe(ctx, channels...)
+}
+
+// A release that comes after a waiter found the key held but before its Provider's wake-up
+// subscription is confirmed is heard by nobody: once the subscription is confirmed, the
+// waiters retry at once instead of sleeping out their backoff.
+func TestAReleaseBeforeTheSubscriptionIsConfirmedIsNotMissed(t *testing.T) {
+	for _, fair := range []bool{false, true} {
+		t.Run(map[bool]string{false: "polling mode", true: "fair queue"}[fair], func(t *testing.T) {
+			noLeaks(t)
+			obs, waiting := waitSignal()
+			opts := slowOpts(obs, fair)
+			opts.Namespace = freshNamespace(t)
+			gate := gatedSubscriber{Client: shared.Client(t), open: make(chan struct{})}
+			p := provider.New(gate, opts)
+			other := provider.New(shared.Client(t), &provider.Options{Namespace: opts.Namespace, FairQueue: fair})
+			require.NoError(t, other.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+			done := goAcquire(t, p, []string{"k"}, "me")
+			awaitWaiting(t, waiting, "me")
+			ok, err := other.Release(ctx(t), []string{"k"}, "holder")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.False(t, provider.WakeupsLive(p), "the listener's connection is still held back")
+			close(gate.open)
+			require.NoError(t, result(t, done, "the waiter"))
+		})
+	}
+}

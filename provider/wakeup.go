@@ -122,6 +122,27 @@ func (w *wakeups) wake(key string) {
 	}
 }
 
+// everyone, as a queue head kept back by hold, stands for wakeAll: every registration on the key.
+const everyone = "\x00everyone"
+
+// wakeAll ends the wait of every registration: the listener calls it when Redis confirms its
+// subscription, since a key freed before that was announced to nobody (each waiter retries
+// once and, finding the key held, sleeps again). Keys being deleted by this Provider are woken
+// at unhold, as wakeHead's are.
+func (w *wakeups) wakeAll() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for key, set := range w.waiting {
+		if w.deleting[key] > 0 {
+			w.held[key] = append(w.held[key], everyone)
+			continue
+		}
+		for r := range set {
+			r.wakeLocked()
+		}
+	}
+}
+
 // wakeHead ends the wait of the registration on key whose ticket is head, the queue head the
 // message names; when none of ours is, of the longest-waiting registration (with head "",
 // nobody queues or the freeing is not ours to know about, a keyspace notification; otherwise
@@ -138,6 +159,12 @@ func (w *wakeups) wakeHead(key, head string) {
 
 // wakeHeadLocked is wakeHead with w.mu held.
 func (w *wakeups) wakeHeadLocked(key, head string) {
+	if head == everyone {
+		for r := range w.waiting[key] {
+			r.wakeLocked()
+		}
+		return
+	}
 	if head != "" {
 		for r := range w.waiting[key] {
 			if r.ticket == head {
