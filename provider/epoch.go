@@ -24,15 +24,21 @@ const epochProbe = 500 * time.Millisecond
 type epochs struct {
 	p *Provider
 
-	mu      sync.Mutex
-	leases  map[*Lease]struct{}
-	ids     map[string]string // master address → run_id last seen
-	probed  time.Time         // when the last probe started
-	running bool
-	wake    chan struct{} // closed to stop the watcher when the last lease ends
+	mu     sync.Mutex
+	leases map[*Lease]struct{}
+	ids    map[string]string // master address → run_id last seen
+	probed time.Time         // when the last probe started
+	timer  *time.Timer       // fires the next probe while leases exist; nil otherwise
+	gen    uint64            // counts the watcher's starts: a probe of an earlier one re-arms nothing
+	cancel context.CancelFunc
 }
 
-// add registers a lease and starts the watcher if it is not running.
+// add registers a lease and starts the watcher if it is not running. The watcher is a timer
+// (time.AfterFunc), not a goroutine: starting and stopping it with every short lease costs no
+// goroutine. A watcher started again within epochProbe of the last probe (the last lease ended
+// and a new one began: one Execute after another) waits for the rest of that interval first,
+// so every lease is still probed within epochProbe of the previous probe without a probe, and
+// a round trip, per short lease.
 func (e *epochs) add(l *Lease) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -40,68 +46,47 @@ func (e *epochs) add(l *Lease) {
 		e.leases = map[*Lease]struct{}{}
 	}
 	e.leases[l] = struct{}{}
-	if !e.running {
-		e.running = true
-		e.wake = make(chan struct{})
-		go e.watch(e.wake)
+	if e.timer != nil {
+		return
 	}
+	e.gen++
+	gen := e.gen
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.timer = time.AfterFunc(max(epochProbe-time.Since(e.probed), 0), func() { e.tick(ctx, gen) })
 }
 
-// remove unregisters a lease; the watcher stops once none is left.
+// remove unregisters a lease; the watcher stops once none is left, cutting a probe in flight
+// short.
 func (e *epochs) remove(l *Lease) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.leases, l)
-	if len(e.leases) == 0 && e.running {
-		e.running = false
-		close(e.wake)
+	if len(e.leases) == 0 && e.timer != nil {
+		e.timer.Stop()
+		e.timer = nil
+		e.cancel()
 	}
 }
 
-// watch probes every epochProbe until stop is closed. A watcher started again within
-// epochProbe of the last probe (the last lease ended and a new one began: one Execute after
-// another) waits for the rest of that interval first, so every lease is still probed within
-// epochProbe of the previous probe without a probe, and a round trip, per short lease.
-func (e *epochs) watch(stop <-chan struct{}) {
+// tick probes and, while the watcher that armed it (gen) still runs, arms the next probe.
+func (e *epochs) tick(ctx context.Context, gen uint64) {
+	e.probe(ctx)
 	e.mu.Lock()
-	first := epochProbe - time.Since(e.probed)
-	e.mu.Unlock()
-	if first > 0 {
-		t := time.NewTimer(first)
-		select {
-		case <-stop:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-	tick := time.NewTicker(epochProbe)
-	defer tick.Stop()
-	for {
-		e.probe(stop)
-		select {
-		case <-stop:
-			return
-		case <-tick.C:
-		}
+	defer e.mu.Unlock()
+	if e.timer != nil && e.gen == gen {
+		e.timer.Reset(epochProbe)
 	}
 }
 
 // probe reads the run_ids and ends every lease when they changed. A server that cannot be read
-// is skipped: the leases' deadlines cover an unreachable one.
-func (e *epochs) probe(stop <-chan struct{}) {
+// is skipped: the leases' deadlines cover an unreachable one. ctx ends when the watcher stops.
+func (e *epochs) probe(ctx context.Context) {
 	e.mu.Lock()
 	e.probed = time.Now()
 	e.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), epochProbe)
+	ctx, cancel := context.WithTimeout(ctx, epochProbe)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	ids, err := runIDs(ctx, e.p.client)
 	if err != nil {
 		return

@@ -54,16 +54,18 @@ type Lease struct {
 
 	ctx    context.Context // cancelled with the loss as cause, or by Release
 	cancel context.CancelCauseFunc
-	stop   chan struct{}
-	done   chan struct{} // closed when the renewal goroutine has exited
+	retry  time.Duration // the wait before the next retry of a failed renewal; renewals only
 
 	stopOnce sync.Once
-	mu       sync.Mutex  // guards the fields below
-	deadline time.Time   // see Deadline
-	expiry   *time.Timer // fires at deadline (or earlier, then re-arms itself)
-	lastErr  error       // why the last renewal failed, nil after a confirmed one
-	ended    bool        // the release script ran, or Abandon stopped the lease
-	released bool        // its result: every key was still ours
+	mu       sync.Mutex    // guards the fields below
+	deadline time.Time     // see Deadline
+	expiry   *time.Timer   // fires at deadline (or earlier, then re-arms itself)
+	renewal  *time.Timer   // fires the next renewal (renew.go)
+	renewing chan struct{} // closed when the renewal in flight ends; nil when none is
+	stopped  bool          // Release or Abandon stopped the renewals
+	lastErr  error         // why the last renewal failed, nil after a confirmed one
+	ended    bool          // the release script ran, or Abandon stopped the lease
+	released bool          // its result: every key was still ours
 }
 
 // SafetyMargin is how much of a lease's TTL the holder gives up to stay safe: a lease is lost
@@ -136,8 +138,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 		ttl:      ttl,
 		interval: max(time.Duration(ttl)*time.Second/3, MinRenewInterval),
 		acquired: time.Now(),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
+		retry:    renewRetryMin,
 	}
 	if opts.Owner != "" {
 		l.resend = sendOnce
@@ -146,9 +147,9 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	l.mu.Lock()
 	l.deadline = l.deadlineAfter(confirmed)
 	l.expiry = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+	l.renewal = time.AfterFunc(l.interval, l.renew)
 	l.mu.Unlock()
 	p.epochs.add(l)
-	go l.renew()
 	return l, nil
 }
 
@@ -246,6 +247,7 @@ func (l *Lease) lose(keys []string, cause error) {
 	if !first {
 		return
 	}
+	l.unwatch()
 	if cause != nil {
 		l.p.opts.Logger.Warn(lostErr.Error(), "owner", l.owner, "cause", cause)
 	} else {
@@ -289,76 +291,6 @@ func isWrongType(err error) bool { return err != nil && redis.HasErrorPrefix(err
 // errReleased is the cause of a lease context ended by Release.
 var errReleased = errors.New("provider: lease released")
 
-// renew extends every key each interval, with every attempt bounded by the deadline. A Redis
-// error is logged and retried sooner (renewRetryMin, doubling up to the interval); the lease is
-// lost at its deadline if no renewal is confirmed by then (checkDeadline), or at once when a key
-// is gone or owned by someone else.
-func (l *Lease) renew() {
-	defer close(l.done)
-	defer l.p.epochs.remove(l)
-	defer func() {
-		l.mu.Lock()
-		l.expiry.Stop()
-		l.mu.Unlock()
-	}()
-	timer := time.NewTimer(l.interval)
-	defer timer.Stop()
-	retry := renewRetryMin
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-l.ctx.Done():
-			return // lost at the deadline
-		case <-timer.C:
-		}
-		sent := time.Now()
-		ctx, cancel := context.WithDeadline(l.ctx, l.Deadline())
-		res, errs, err := l.p.scriptBatch(ctx, extendScript, l.keys, mayResend, l.owner, l.ttl, l.claim)
-		cancel()
-		select {
-		case <-l.stop:
-			return // released meanwhile: the result no longer matters
-		default:
-		}
-		if l.ctx.Err() != nil {
-			return
-		}
-		if err == nil {
-			// A key that now holds another type (WRONGTYPE) is lost, not unreachable.
-			err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)
-		}
-		if err != nil {
-			next := min(retry, l.interval)
-			retry *= 2
-			l.failed(err)
-			l.p.opts.Logger.Warn(fmt.Sprintf("Failed to renew lock for key(s) %s: %v. Retrying in %dms.",
-				quoteKeys(l.keys), err, next.Milliseconds()), "deadline_in", time.Until(l.Deadline()).Round(time.Millisecond))
-			timer.Reset(next)
-			continue
-		}
-		gone := map[string]bool{}
-		for i, key := range l.keys {
-			if errs[i] != nil || res[i] != 1 {
-				gone[key] = true
-			}
-		}
-		// Name the lost keys in the caller's order, as stock's message does.
-		if lost := slices.DeleteFunc(slices.Clone(l.order), func(k string) bool { return !gone[k] }); len(lost) > 0 {
-			l.lose(lost, nil)
-			return
-		}
-		if !l.confirm(sent) {
-			return
-		}
-		for _, key := range l.keys {
-			l.p.emit(EventRenewed, key, l.owner, 0, time.Since(l.acquired))
-		}
-		retry = renewRetryMin
-		timer.Reset(l.interval)
-	}
-}
-
 // errAbandoned is the cause of a lease context ended by Abandon.
 var errAbandoned = errors.New("provider: lease abandoned")
 
@@ -368,12 +300,11 @@ var errAbandoned = errors.New("provider: lease abandoned")
 // nothing and reports false. It does nothing after Release.
 func (l *Lease) Abandon() {
 	l.stopOnce.Do(func() {
-		close(l.stop)
 		l.mu.Lock()
 		l.cancel(errAbandoned)
 		l.ended = true
 		l.mu.Unlock()
-		<-l.done
+		l.stopRenewals()
 	})
 }
 
@@ -383,14 +314,13 @@ func (l *Lease) Abandon() {
 // cancelled ctx still releases (the clean-up is bounded separately).
 func (l *Lease) Release(ctx context.Context) (bool, error) {
 	l.stopOnce.Do(func() {
-		close(l.stop)
 		// Cancel before waiting: an in-flight renewal (bounded only by the deadline) is cut
 		// short instead of holding up the release. A loss recorded earlier stays the cause;
-		// the renewal sees stop closed and records nothing more.
+		// the renewal sees the lease stopped and records nothing more.
 		l.mu.Lock()
 		l.cancel(errReleased)
 		l.mu.Unlock()
-		<-l.done
+		l.stopRenewals()
 	})
 	l.mu.Lock()
 	defer l.mu.Unlock()

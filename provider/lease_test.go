@@ -76,7 +76,7 @@ func TestU3U4LeaseIsIndependentOfTheTimeout(t *testing.T) {
 }
 
 // U5/U6: while the job runs every key is extended with the lease TTL, every max(expire/3,
-// 250 ms); nothing is extended once Execute returned (its renewal goroutine is gone).
+// 250 ms); nothing is extended once Execute returned (its renewals are stopped).
 func TestU5U6RenewEveryKeyWhileTheJobRuns(t *testing.T) {
 	for _, expire := range []time.Duration{time.Second, 2 * time.Second} {
 		t.Run(expire.String(), func(t *testing.T) {
