@@ -21,8 +21,9 @@ import (
 // its token. Tokens stay below 2^53, exact as JavaScript numbers, until the year 2255.
 const fenceMemory = time.Hour
 
-// fenceConstants defines fenceMemory for the scripts, in front of lib.lua.
-var fenceConstants = fmt.Sprintf("local FENCE_MEMORY = %d\n", fenceMemory.Milliseconds())
+// fenceConstants defines fenceMemory for the scripts, in front of lib.lua: in milliseconds, as
+// the decimal text that SET's PX takes (written once here, not by every script run).
+var fenceConstants = fmt.Sprintf("local FENCE_MEMORY = '%d'\n", fenceMemory.Milliseconds())
 
 // fenceKey is the key of the fence of lock key rk: outside every namespace and in rk's Cluster
 // slot, as recordKey.

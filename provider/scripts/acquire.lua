@@ -30,15 +30,37 @@ local function held(status)
   end
   return {status or 0, 0}
 end
--- holdRecord completes rec with the taking process, and the hold's start and fencing token:
--- since and fence when the call joins a hold, else now (TIME t) and a new token.
+-- holdRecord completes rec with the hold's start and fencing token (writeHold adds the taking
+-- process): since and fence when the call joins a hold, else now (TIME t) and a new token. It
+-- returns rec and the token.
 local function holdRecord(rec, t, since, fence)
-  rec.host, rec.pid, rec.prog, rec.kind = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+  local sec, us = t and tonumber(t[1]), t and tonumber(t[2])
   if not since then
-    since = decimal(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+    since = decimal(sec * 1000 + math.floor(us / 1000))
   end
-  rec.since, rec.fence = since, fence or decimal(nextFence(t))
-  return rec
+  local token
+  if fence then
+    token = tonumber(fence)
+  else
+    token, fence = nextFence(sec, us)
+  end
+  rec.since, rec.fence = since, fence
+  return rec, token
+end
+-- writeHold replaces the record with rec, a hold from holdRecord (with re and prev for a
+-- re-entry), and gives it the lock's lifetime (at and atText: see followLock). It is
+-- writeRecord with the fields named: walking the table costs Redis more than the write.
+local function writeHold(rec, at, atText)
+  redis.call('DEL', KEYS[2])
+  local host, pid, prog, kind = ARGV[7], ARGV[8], ARGV[9], ARGV[10]
+  if rec.re then
+    redis.call('HSET', KEYS[2], 'owner', rec.owner, 'claim', rec.claim, 'at', atText, 'host', host, 'pid', pid,
+      'prog', prog, 'kind', kind, 'since', rec.since, 'fence', rec.fence, 're', rec.re, 'prev', rec.prev)
+  else
+    redis.call('HSET', KEYS[2], 'owner', rec.owner, 'claim', rec.claim, 'at', atText, 'host', host, 'pid', pid,
+      'prog', prog, 'kind', kind, 'since', rec.since, 'fence', rec.fence)
+  end
+  followLock(at, atText)
 end
 local queued = false -- the queue is not empty: the caller's ticket may be in it
 if fair then
@@ -68,13 +90,14 @@ end
 if ok then
   local t = redis.call('TIME')
   local at = expireAt(KEYS[1])
-  local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = decimal(at)}, t)
-  writeRecord(rec, at)
+  local atText = decimal(at)
+  local rec, token = holdRecord({owner = ARGV[1], claim = ARGV[3]}, t)
+  writeHold(rec, at, atText)
   startRun(shared, rec.since)
   if queued then
     leaveQueue(ARGV[3])
   end
-  return {1, tonumber(rec.fence)}
+  return {1, token}
 end
 local current = redis.call('GET', KEYS[1])
 -- The anonymous owner "*" is never re-entrant, exactly as in stock.
@@ -98,10 +121,11 @@ else
 end
 local hold = before and before.owner == ARGV[1] and before or {} -- the hold this re-entry joins
 local at = expireAt(KEYS[1])
-local rec = holdRecord({owner = ARGV[1], claim = ARGV[3], at = decimal(at), re = 1, prev = cjson.encode(prev)},
+local atText = decimal(at)
+local rec, token = holdRecord({owner = ARGV[1], claim = ARGV[3], re = 1, prev = cjson.encode(prev)},
   (not hold.since or not hold.fence) and redis.call('TIME'), hold.since, hold.fence)
-writeRecord(rec, at)
+writeHold(rec, at, atText)
 if queued then
   leaveQueue(ARGV[3])
 end
-return {2, tonumber(rec.fence)}
+return {2, token}

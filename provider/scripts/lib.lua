@@ -60,11 +60,12 @@ local function sameExpiry(at)
 end
 
 -- followLock gives the record the lock's lifetime: it expires when the lock does. at, when
--- given, is the lock's expiry as expireAt returns it (read by the caller already).
-local function followLock(at)
+-- given, is the lock's expiry as expireAt returns it (read by the caller already), and atText,
+-- when given, at as decimal writes it (made by the caller already).
+local function followLock(at, atText)
   at = at or expireAt(KEYS[1])
   if at >= 0 then
-    redis.call('PEXPIREAT', KEYS[2], decimal(at))
+    redis.call('PEXPIREAT', KEYS[2], atText or decimal(at))
   else
     redis.call('PERSIST', KEYS[2])
   end
@@ -83,9 +84,8 @@ local function readRecord()
   return rec
 end
 
--- writeRecord replaces the record with the fields of rec and gives it the lock's lifetime (at:
--- see followLock).
-local function writeRecord(rec, at)
+-- writeRecord replaces the record with the fields of rec and gives it the lock's lifetime.
+local function writeRecord(rec)
   redis.call('DEL', KEYS[2])
   local flat = {}
   for k, v in pairs(rec) do
@@ -94,7 +94,7 @@ local function writeRecord(rec, at)
   end
   if #flat > 0 then
     redis.call('HSET', KEYS[2], unpack(flat))
-    followLock(at)
+    followLock()
   end
 end
 
@@ -104,15 +104,17 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- nextFence issues the lock's next fencing token: the server time in microseconds, t as TIME
--- returns it, or one more than the last token when that is not below it (the clock ran
+-- nextFence issues the lock's next fencing token: the server time in microseconds (sec and us,
+-- TIME's two parts as numbers), or one more than the last token when that is not below it (the clock ran
 -- backwards, or two takes fell in one microsecond), and remembers it in KEYS[6] for
 -- FENCE_MEMORY ms. Tokens stay below 2^53 (exact as Lua and JavaScript numbers) until the year
 -- 2255. The new token is written and the last one read in one SET ... GET (Redis 6.2); it is
 -- written again in the rare case that the last one was not below it. Older servers read first.
-local function nextFence(t)
-  local token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = redis.pcall('SET', KEYS[6], decimal(token), 'PX', decimal(FENCE_MEMORY), 'GET')
+-- It returns the token and its decimal text.
+local function nextFence(sec, us)
+  local token = sec * 1000000 + us
+  local text = decimal(token)
+  local last = redis.pcall('SET', KEYS[6], text, 'PX', FENCE_MEMORY, 'GET')
   local written = type(last) ~= 'table' -- an error reply: a server without SET ... GET
   if not written then
     last = redis.call('GET', KEYS[6])
@@ -120,12 +122,13 @@ local function nextFence(t)
   last = tonumber(last or 0) or 0
   if last >= token then
     token = last + 1
+    text = decimal(token)
     written = false
   end
   if not written then
-    redis.call('SET', KEYS[6], decimal(token), 'PX', decimal(FENCE_MEMORY))
+    redis.call('SET', KEYS[6], text, 'PX', FENCE_MEMORY)
   end
-  return token
+  return token, text
 end
 
 -- queueHead drops dead tickets (expired or gone) from the front of the queue and returns the
