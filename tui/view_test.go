@@ -177,3 +177,18 @@ func TestDetailSaysALockWithoutRecordHasNone(t *testing.T) {
 	assert.NotContains(t, out, "HELD FOR", "no true hold to show")
 	assert.Contains(t, out, "SEEN FOR   1m00s")
 }
+
+// A GONE lock has no TTL left: the detail says it went and when, not "0.0s of a lease".
+func TestDetailOfAGoneLockShowsNoCountdown(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "cart:9", Owner: "o", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
+	s.Absent([]string{"cart:9"}, clock.Add(-3*time.Second))
+	feed(m, s)
+	press(m, "enter")
+	feed(m, s)
+	out := screen(m)
+	assert.Contains(t, out, "TTL        - (gone 3s ago: released or expired)")
+	assert.NotContains(t, out, "0.0s of a")
+}

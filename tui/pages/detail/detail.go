@@ -123,6 +123,8 @@ func (p *Page) holderLines(e *store.Entry, now time.Time, label func(string) str
 
 func ttlLine(e *store.Entry, now time.Time) string {
 	switch {
+	case !e.GoneAt.IsZero():
+		return "- (gone " + common.Duration(now.Sub(e.GoneAt)) + " ago: released or expired)"
 	case e.NoTTL:
 		return "never expires (NO TTL: the first suspect for a stuck owner)"
 	case e.TTL(now) == provider.NoExpiry:

@@ -154,13 +154,22 @@ func (p *Page) View() string {
 			{Text: provider.Printable(e.Key), Style: dim},
 			{Text: ownerText(e), Style: dim},
 			p.holderCell(e, dim),
-			{Text: common.TTL(e.TTL(now)), Style: st.State(state)},
+			{Text: ttlText(e, state, now), Style: st.State(state)},
 			{Text: common.Held(e.HeldFor(now)), Style: dim},
 			{Text: wait, Style: dim},
 			{Text: cont, Style: dim},
 		}
 	}, p.empty)
 	return rows + "\n" + p.selectedLine() + "\n" + p.holderLine(now)
+}
+
+// ttlText is the TTL column: "-" for a GONE lock, which has no TTL left to count down (a
+// "0.0s" would read as about to expire).
+func ttlText(e *store.Entry, state store.State, now time.Time) string {
+	if state == store.StateGone {
+		return "-"
+	}
+	return common.TTL(e.TTL(now))
 }
 
 // holderCell names the process in the lock's holder record, shortened for the HOLDER column;
