@@ -29,8 +29,8 @@ type epochs struct {
 	ids    map[string]string // master address → run_id last seen
 	probed time.Time         // when the last probe started
 	timer  *time.Timer       // fires the next probe while leases exist; nil otherwise
-	gen    uint64            // counts the watcher's starts: a probe of an earlier one re-arms nothing
-	cancel context.CancelFunc
+	gen    uint64             // counts the watcher's starts: a probe of an earlier one re-arms nothing
+	cancel context.CancelFunc // ends the running watcher's probe in flight
 }
 
 // add registers a lease and starts the watcher if it is not running. The watcher is a timer
