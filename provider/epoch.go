@@ -26,9 +26,9 @@ type epochs struct {
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{}
-	ids    map[string]string // master address → run_id last seen
-	probed time.Time         // when the last probe started
-	timer  *time.Timer       // fires the next probe while leases exist; nil otherwise
+	ids    map[string]string  // master address → run_id last seen
+	probed time.Time          // when the last probe started
+	timer  *time.Timer        // fires the next probe while leases exist; nil otherwise
 	gen    uint64             // counts the watcher's starts: a probe of an earlier one re-arms nothing
 	cancel context.CancelFunc // ends the running watcher's probe in flight
 }
