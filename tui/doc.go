@@ -10,7 +10,8 @@
 //	↑/k ↓/j pgup pgdn g G   move                  tab S-tab 1-4   views
 //	enter   detail (owners: the owner's locks)    esc             back / clear the filter
 //	t       owners view: group by process / by owner id
-//	/       filter: substring, glob with * ? [, owner:… for owners, =KEY (read at once)
+//	/       filter: substring, glob with * ? [, owner:… for owners, holder:… for the holding
+//	        process, =KEY (read at once)
 //	:       view by name (:locks :owners :hot :detail :help :q), as in k9s
 //	s S     next sort column / reverse            p               sample contention 30 s (paid)
 //	c C     copy the selected key / owner (OSC 52)

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +75,7 @@ func TestGoldenScreens(t *testing.T) {
 	}{
 		{"locks", nil},
 		{"locks-filtered", []string{"/", "c", "a", "r", "t", "enter"}},
+		{"locks-filtered-by-holder", append(append([]string{"/"}, strings.Split("holder:4242", "")...), "enter")},
 		{"locks-selected-escape", []string{"down", "down", "down"}},
 		{"detail", []string{"down", "down", "down", "down", "enter"}},
 		{"hot", []string{"3"}},

@@ -107,7 +107,7 @@ func newModel(cfg Config, rt *runtime) *model {
 	m.pages = [pageCount]common.Component{m.locks, m.owners, m.hot, m.detail}
 	m.st = m.watch.Status()
 	m.filter = input.New(c, "/")
-	m.filter.Placeholder = "key, glob * ? [, =exact or owner:… (enter keeps, esc clears)"
+	m.filter.Placeholder = "key, glob * ? [, =exact, owner:… or holder:… (enter keeps, esc clears)"
 	m.filter.CharLimit = 256
 	m.command = input.New(c, ":")
 	m.command.Placeholder = "locks, owners, hot, detail, help or quit (enter runs, esc drops)"

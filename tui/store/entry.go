@@ -73,10 +73,18 @@ type Entry struct {
 	GoneAt time.Time
 
 	keyLower, ownerLower string
+	holderLower          string // what a holder filter matches (holderText), lower case
 }
 
 func newEntry(key, owner string) *Entry {
-	return &Entry{Key: key, Owner: owner, keyLower: strings.ToLower(key), ownerLower: strings.ToLower(owner)}
+	return &Entry{Key: key, Owner: owner, keyLower: strings.ToLower(key), ownerLower: strings.ToLower(owner),
+		holderLower: strings.ToLower(NoRecordWhy)}
+}
+
+// setRecord sets e's holder record, and what a holder filter matches with it.
+func (e *Entry) setRecord(r *provider.Record) {
+	e.Record = r
+	e.holderLower = strings.ToLower(holderText(r))
 }
 
 // TTL returns the time left at now: provider.NoExpiry for a lock (or a key of another type)

@@ -9,13 +9,20 @@ import (
 // OwnerPrefix starts a filter on owners instead of keys: "owner:execute:*".
 const OwnerPrefix = "owner:"
 
-// Filter selects rows by key, or by owner when written with OwnerPrefix. The pattern is a glob
-// (Redis MATCH syntax: * ? [abc] [^a] [a-z] \x) when it contains * ? or [, an exact match when
-// it starts with "=", a substring otherwise; all ignore case. The zero Filter matches
-// everything.
+// HolderPrefix starts a filter on the process holding the lock: "holder:web-1" selects the
+// locks whose holder record names a process on host web-1 (see holderText for what is
+// matched: program, pid, host and client kind, as the detail shows them); "holder:stock"
+// selects the locks without record.
+const HolderPrefix = "holder:"
+
+// Filter selects rows by key, by owner when written with OwnerPrefix, or by holding process
+// when written with HolderPrefix. The pattern is a glob (Redis MATCH syntax: * ? [abc] [^a]
+// [a-z] \x) when it contains * ? or [, an exact match when it starts with "=", a substring
+// otherwise; all ignore case. The zero Filter matches everything.
 type Filter struct {
 	pattern string // lower case
 	owner   bool
+	holder  bool
 	glob    bool
 	exact   bool
 }
@@ -24,9 +31,13 @@ type Filter struct {
 func ParseFilter(s string) Filter {
 	s = strings.TrimSpace(s)
 	f := Filter{}
-	if strings.HasPrefix(strings.ToLower(s), OwnerPrefix) {
+	switch lower := strings.ToLower(s); {
+	case strings.HasPrefix(lower, OwnerPrefix):
 		f.owner = true
 		s = strings.TrimSpace(s[len(OwnerPrefix):])
+	case strings.HasPrefix(lower, HolderPrefix):
+		f.holder = true
+		s = strings.TrimSpace(s[len(HolderPrefix):])
 	}
 	if rest, ok := strings.CutPrefix(s, "="); ok {
 		f.exact, f.pattern = true, strings.ToLower(rest)
@@ -48,13 +59,17 @@ func (f Filter) Match(e *Entry) bool {
 	if f.Empty() {
 		return true
 	}
-	if f.owner {
+	switch {
+	case f.owner:
 		return f.matchString(e.ownerLower)
+	case f.holder:
+		return !e.Foreign && f.matchString(e.holderLower)
 	}
 	return f.matchString(e.keyLower)
 }
 
-// MatchOwner reports whether an owner id passes an owner filter (a key filter passes any).
+// MatchOwner reports whether an owner id passes an owner filter (a key or holder filter
+// passes any).
 func (f Filter) MatchOwner(owner string) bool {
 	if f.Empty() || !f.owner {
 		return true
@@ -62,9 +77,10 @@ func (f Filter) MatchOwner(owner string) bool {
 	return f.matchString(strings.ToLower(owner))
 }
 
-// MatchKey reports whether a key passes a key filter (an owner filter passes any key).
+// MatchKey reports whether a key passes a key filter (an owner or holder filter passes any
+// key).
 func (f Filter) MatchKey(key string) bool {
-	if f.Empty() || f.owner {
+	if f.Empty() || f.owner || f.holder {
 		return true
 	}
 	return f.matchString(strings.ToLower(key))
@@ -74,7 +90,7 @@ func (f Filter) MatchKey(key string) bool {
 // keys are case-sensitive), so the console can read it at once instead of waiting for a scan.
 func ExactKey(filter string) (key string, ok bool) {
 	s := strings.TrimSpace(filter)
-	if strings.HasPrefix(strings.ToLower(s), OwnerPrefix) {
+	if lower := strings.ToLower(s); strings.HasPrefix(lower, OwnerPrefix) || strings.HasPrefix(lower, HolderPrefix) {
 		return "", false
 	}
 	key, ok = strings.CutPrefix(s, "=")

@@ -227,6 +227,16 @@ func rankHolders(rows []sortRow) {
 	}
 }
 
+// holderText is what a holder filter matches for a lock with record r: the process as the
+// detail names it ("medusa-worker (pid 4242 on web-1, bridge client)"), NoRecordWhy without
+// record.
+func holderText(r *provider.Record) string {
+	if r == nil {
+		return NoRecordWhy
+	}
+	return r.Holder.String()
+}
+
 // holderOf is the process in e's holder record, nil when it has none.
 func holderOf(e *Entry) *provider.Holder {
 	if e.Record == nil {

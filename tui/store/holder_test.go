@@ -146,3 +146,40 @@ func TestSortByHolderNamesTheProcessAndPutsNoRecordLast(t *testing.T) {
 	v := s.Build(store.Query{LockSort: store.Sort{Column: store.LockByHolder}}, t0)
 	assert.Equal(t, []string{"c-cron", "b-worker", "a-stock"}, keysOf(v))
 }
+
+// A holder filter selects locks by the process in their record (program, pid, host, client
+// kind, as the detail names it); "holder:stock" the locks without record. It keeps every
+// owner and key of the locks it selects, and a renewal that brings another record re-matches.
+func TestHolderFilterSelectsByTheHoldingProcess(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{
+		recorded("cart:1", "execute:1", worker, t0), recorded("cart:2", "execute:2", cron, t0),
+		lock("stock:1", "svc", time.Minute), {Key: "stats", Foreign: true, TTL: provider.NoExpiry},
+	}, t0, 1)
+	for filter, want := range map[string][]string{
+		"holder:web-1":            {"cart:1"},
+		"HOLDER: medusa-*":        {"cart:1"},
+		"holder:pid 7 ":           {"cart:2"},
+		"holder:go client":        {"cart:2"},
+		"holder:web-":             {"cart:1", "cart:2"},
+		"holder:stock":            {"stock:1"},
+		"holder:no holder":        {"stock:1"},
+		"holder:nothing here":     nil,
+		"holder:=cart:1":          nil, // not a key: holder filters never read a key
+		"holder:" + cron.Host:     {"cart:2"},
+		"holder:" + cron.String(): {"cart:2"},
+	} {
+		v := s.Build(store.Query{Filter: filter, LockSort: store.Sort{Column: store.LockByKey}}, t0)
+		assert.ElementsMatch(t, want, keysOf(v), "filter %q", filter)
+		_, exact := store.ExactKey(filter)
+		assert.False(t, exact, "filter %q reads no key", filter)
+	}
+	v := s.Build(store.Query{Filter: "holder:web-1"}, t0)
+	require.Len(t, v.Owners, 1)
+	assert.Equal(t, "execute:1", v.Owners[0].Owner)
+
+	l := recorded("cart:2", "execute:2", worker, t0) // the same hold, now recorded for worker
+	s.Observe([]provider.Lock{l}, t0.Add(time.Second), 2)
+	v = s.Build(store.Query{Filter: "holder:web-1", LockSort: store.Sort{Column: store.LockByKey}}, t0.Add(time.Second))
+	assert.ElementsMatch(t, []string{"cart:1", "cart:2"}, keysOf(v))
+}

@@ -94,7 +94,8 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 	ttl := max(l.TTL, 0)
 	if rec == nil {
 		e := newEntry(l.Key, l.Owner)
-		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen, e.Record = deadline, noTTL, l.Foreign, ttl, at, l.Record
+		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen = deadline, noTTL, l.Foreign, ttl, at
+		e.setRecord(l.Record)
 		s.add(record{entry: e, scan: scan, observed: at, history: []OwnerSpan{{Owner: l.Owner, From: at}}})
 		return
 	}
@@ -112,7 +113,8 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 			s.tracker.handoff(l.Key, at)
 		}
 		e := newEntry(l.Key, l.Owner)
-		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen, e.Record = deadline, noTTL, l.Foreign, ttl, at, l.Record
+		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen = deadline, noTTL, l.Foreign, ttl, at
+		e.setRecord(l.Record)
 		rec.entry = e
 		rec.closeSpan(at)
 		rec.history = append(rec.history, OwnerSpan{Owner: l.Owner, From: at})
@@ -127,7 +129,8 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 		return // unchanged: keep the published entry
 	}
 	e := *old
-	e.Deadline, e.NoTTL, e.Record = deadline, noTTL, l.Record
+	e.Deadline, e.NoTTL = deadline, noTTL
+	e.setRecord(l.Record)
 	e.Lease = max(old.Lease, ttl)
 	if noTTL != old.NoTTL || deadline.After(old.Deadline.Add(renewTolerance)) {
 		e.RenewedAt = at

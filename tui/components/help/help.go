@@ -17,7 +17,7 @@ import (
 // Notes are the help screen's lines below the keys: the filter, the states and the columns
 // (the locks and hot pages define their legends).
 var Notes = []string{
-	"filter: substring · glob * ? [ · =key (read at once) · owner:… filters owners",
+	"filter: substring · glob * ? [ · =key (read at once) · owner:… · holder:…",
 	"states: NO TTL never expires · EXPIRING <20% of lease or <5s · RENEWED · GONE",
 	locks.Legend,
 	"hot: " + hot.Legend,
