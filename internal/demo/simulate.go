@@ -136,29 +136,50 @@ func (s *Simulator) Run(ctx context.Context) error {
 		defer cancel()
 		_ = pub.Close(closeCtx) // events are advisory; the demo has nowhere to report this
 	}()
-	p := provider.New(s.client, &provider.Options{
-		Namespace: s.namespace,
-		Observer:  provider.MultiObserver(pub, s.observer),
-		Logger:    slog.New(slog.DiscardHandler), // lost leases are the point here, not warnings
-	})
-	for _, st := range s.keys.stuck[:initialStuck] {
-		s.plant(ctx, p, st)
+	rng := rand.New(rand.NewPCG(s.seed, 0))
+	actors := []struct {
+		act    func(context.Context, *worker)
+		holder provider.Holder
+	}{
+		{s.checkout, process(rng, "medusa-server", "web-1", provider.ClientBridge)},
+		{s.checkout, process(rng, "medusa-server", "web-1", provider.ClientBridge)},
+		{s.checkout, process(rng, "medusa-server", "web-2", provider.ClientBridge)},
+		{s.checkout, process(rng, "medusa-server", "web-2", provider.ClientBridge)},
+		{s.fulfil, process(rng, "medusa-worker", "worker-1", provider.ClientBridge)},
+		{s.fulfil, process(rng, "medusa-worker", "worker-1", provider.ClientBridge)},
+		{s.fulfil, process(rng, "medusa-worker", "worker-2", provider.ClientBridge)},
+		{s.importProducts, process(rng, "product-import", "batch-1", provider.ClientCLI)},
+		{s.anonymous, process(rng, "legacy-sync", "batch-1", provider.ClientGo)},
+		{s.capturePayments, process(rng, "payments", "pay-1", provider.ClientGo)},
+		{s.replant, process(rng, "medusa-worker", "worker-"+shortID(rng), provider.ClientBridge)}, // crashed pods
 	}
-	actors := []func(context.Context, *worker){
-		s.checkout, s.checkout, s.checkout, s.checkout,
-		s.fulfil, s.fulfil, s.fulfil,
-		s.importProducts,
-		s.anonymous,
-		s.capturePayments,
-		s.replant,
+	// Each simulated process has a Provider of its own, as a real one would, so the holder
+	// records (the console's HOLDER column, holder: filters, owners by process) tell them apart.
+	providers := make([]*provider.Provider, len(actors))
+	for i, a := range actors {
+		providers[i] = provider.New(s.client, &provider.Options{
+			Namespace: s.namespace,
+			Observer:  provider.MultiObserver(pub, s.observer),
+			Logger:    slog.New(slog.DiscardHandler), // lost leases are the point here, not warnings
+			Holder:    a.holder,
+		})
+	}
+	for _, st := range s.keys.stuck[:initialStuck] {
+		s.plant(ctx, providers[len(actors)-1], st) // by the crashed pods, as replant's later ones
 	}
 	var wg sync.WaitGroup
-	for i, act := range actors {
-		w := &worker{id: i + 1, p: p, rng: rand.New(rand.NewPCG(s.seed, uint64(i+1))), pace: s.pace}
-		wg.Go(func() { act(ctx, w) })
+	for i, a := range actors {
+		w := &worker{id: i + 1, p: providers[i], rng: rand.New(rand.NewPCG(s.seed, uint64(i+1))), pace: s.pace}
+		wg.Go(func() { a.act(ctx, w) })
 	}
 	wg.Wait()
 	return nil
+}
+
+// process is a simulated process's holder: program on host with a pid drawn from rng, as the
+// console shows it (medusa-server/41873@web-1).
+func process(rng *rand.Rand, program, host, client string) provider.Holder {
+	return provider.Holder{Program: program, Host: host, PID: 1000 + rng.IntN(60000), Client: client}
 }
 
 // worker is the state of one simulated process.

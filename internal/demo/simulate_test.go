@@ -76,14 +76,21 @@ func simulate(t *testing.T, client *redis.Client) {
 	locks, err := p.List(t.Context())
 	require.NoError(t, err)
 	owners := map[string]bool{}
+	programs := map[string]bool{}
 	noTTL := map[demo.StuckLock]bool{}
 	for _, l := range locks {
 		owners[l.Owner] = true
+		if l.Record != nil {
+			programs[l.Record.Holder.Program] = true
+		}
 		if l.TTL == provider.NoExpiry {
 			noTTL[demo.StuckLock{Key: l.Key, Owner: l.Owner}] = true
 		}
 	}
 	assert.GreaterOrEqual(t, len(owners), 4, "locks: %v", locks)
+	// Each simulated process names itself in the holder records, as real services do.
+	assert.GreaterOrEqual(t, len(programs), 2, "programs in the holder records: %v", programs)
+	assert.True(t, programs["medusa-worker"], "the abandoned locks' crashed pods: %v", programs)
 	for _, st := range sim.StuckLocks() {
 		assert.True(t, noTTL[st], "abandoned lock %v is held without TTL; no-TTL locks: %v", st, noTTL)
 	}
