@@ -199,6 +199,9 @@ type holdings struct {
 	holder  Holder // the taking process, in the holder records
 	touched map[string]bool
 	tokens  map[string]int64 // the fencing token of every key an attempt took
+	// inFlight are the pipelines of attempts the call stopped waiting for (inFlightError):
+	// a put-back waits for them, so that it cannot overtake what it undoes.
+	inFlight []<-chan struct{}
 }
 
 // newHoldings starts the holdings of one call; claim "" gets a fresh one, a zero holder the
@@ -221,7 +224,13 @@ func (h *holdings) touch(keys ...string) {
 // unsent forgets keys again when err says that their acquire.lua never reached Redis (a dial
 // failure): there is nothing to undo on them.
 func (h *holdings) unsent(keys []string, err error) {
-	if err == nil || maybeRan(err) {
+	if err == nil {
+		return
+	}
+	if ife := (*inFlightError)(nil); errors.As(err, &ife) {
+		h.inFlight = append(h.inFlight, ife.done)
+	}
+	if maybeRan(err) {
 		return
 	}
 	for _, k := range keys {
@@ -231,7 +240,8 @@ func (h *holdings) unsent(keys []string, err error) {
 
 // detach moves keys out of h, into holdings of their own that the caller puts back at once.
 func (h *holdings) detach(keys []string) *holdings {
-	out := &holdings{owner: h.owner, claim: h.claim, holder: h.holder, touched: map[string]bool{}, tokens: map[string]int64{}}
+	out := &holdings{owner: h.owner, claim: h.claim, holder: h.holder, touched: map[string]bool{}, tokens: map[string]int64{},
+		inFlight: h.inFlight}
 	for _, key := range keys {
 		if h.touched[key] {
 			out.touched[key] = true
@@ -253,9 +263,23 @@ func (h *holdings) failed(undoErr, err error) error {
 		err, ErrOutcomeUnknown, quoteKeys(slices.Sorted(maps.Keys(h.touched))), h.owner, undoErr)
 }
 
-// putBack undoes a failed acquisition, even after ctx ended: see giveBack.
+// putBack undoes a failed acquisition, even after ctx ended: see giveBack. It first waits for
+// the attempts still in flight (holdings.inFlight), at most cleanupTimeout: sent before them,
+// on another connection, the give-back could find nothing to undo and the attempt then take
+// the keys for a call that has already failed.
 func (p *Provider) putBack(ctx context.Context, h *holdings) error {
-	return p.giveBack(ctx, slices.Sorted(maps.Keys(h.touched)), h.owner, h.claim)
+	keys := slices.Sorted(maps.Keys(h.touched))
+	if len(keys) > 0 && len(h.inFlight) > 0 {
+		wait, cancel := cleanupContext(ctx)
+		defer cancel()
+		for _, done := range h.inFlight {
+			select {
+			case <-done:
+			case <-wait.Done():
+			}
+		}
+	}
+	return p.giveBack(ctx, keys, h.owner, h.claim)
 }
 
 // giveBack undoes, on each of keys, what acquisition claim did for owner (giveback.lua: a lock

@@ -40,7 +40,8 @@ var errNotSent = errors.New("provider: the request was never sent")
 //
 // A call whose context ends while queued leaves the queue (its error matches errNotSent: nothing
 // ran); one whose context ends while its pipeline is in flight returns the context's error at
-// once, as go-redis cutting the I/O short does, and its outcome is unknown (maybeRan). A
+// once, as go-redis cutting the I/O short does, and its outcome is unknown (maybeRan): the
+// error is an inFlightError, whose undo waits for that pipeline. A
 // pipeline of one call runs with that call's context, exactly as without the batcher; a merged
 // one runs with none of the callers' cancellations (one caller giving up must not fail the
 // others) and the latest of their deadlines, if every one has a deadline (else only the
@@ -52,6 +53,18 @@ type batcher struct {
 	queue  []*batchCall // calls waiting for a pipeline in flight to be answered
 	flying int          // pipelines in flight (or being handed to their runners)
 }
+
+// inFlightError is the error of a call whose context ended while its commands were in another
+// call's pipeline: they may still run, later than anything the caller sends next on another
+// connection. done is closed once they have run (or failed); whatever undoes them (a give-back)
+// waits for it first, or it could reach Redis before the commands it undoes.
+type inFlightError struct {
+	err  error
+	done <-chan struct{}
+}
+
+func (e *inFlightError) Error() string { return e.err.Error() }
+func (e *inFlightError) Unwrap() error { return e.err }
 
 // batchCall is one call's commands, all in the same pipeline.
 type batchCall struct {
@@ -94,7 +107,9 @@ func (b *batcher) exec(ctx context.Context, client redis.UniversalClient, cmds [
 			return fmt.Errorf("%w: %w", errNotSent, ctx.Err())
 		case c.lead == nil:
 			b.mu.Unlock()
-			return ctx.Err() // in flight in another call's pipeline: the outcome is unknown
+			// In another call's pipeline, which may not even be written yet: the outcome is
+			// unknown, and an undo must wait for it (see inFlightError).
+			return &inFlightError{err: ctx.Err(), done: c.done}
 		}
 		b.mu.Unlock()
 		<-c.wake // the pipeline is handed to this call: it runs it for everyone in it
