@@ -41,8 +41,8 @@ var errNotSent = errors.New("provider: the request was never sent")
 // A call whose context ends while queued leaves the queue (its error matches errNotSent: nothing
 // ran); one whose context ends while its pipeline is in flight returns the context's error at
 // once, as go-redis cutting the I/O short does, and its outcome is unknown (maybeRan): the
-// error is an inFlightError, whose undo waits for that pipeline. A
-// pipeline of one call runs with that call's context, exactly as without the batcher; a merged
+// error is an inFlightError, whose undo waits for that pipeline. A pipeline of one call runs
+// with that call's context, exactly as without the batcher; a merged
 // one runs with none of the callers' cancellations (one caller giving up must not fail the
 // others) and the latest of their deadlines, if every one has a deadline (else only the
 // client's read and write timeouts bound it).
