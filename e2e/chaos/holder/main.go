@@ -58,6 +58,15 @@ func run(args []string) int {
 		return 2
 	}
 	mode := args[0]
+	// The child handles SIGTERM itself: it is how it learns that its lock is lost. The other
+	// modes stop on it, from their first instant: a holder that the run stops right after
+	// starting it must exit 0, not die of the signal before it got to its handler.
+	ctx := context.Background()
+	if mode != "child" {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
+		defer stop()
+	}
 	var c config
 	fs := flag.NewFlagSet("holder "+mode, flag.ContinueOnError)
 	fs.StringVar(&c.redis, "redis", "", "Redis URL")
@@ -109,13 +118,6 @@ func run(args []string) int {
 	}
 	defer log.Close()
 	h := &holder{config: c, log: log, rng: rand.New(rand.NewPCG(c.seed, c.seed^0x9e3779b97f4a7c15))}
-	// The child handles SIGTERM itself: it is how it learns that its lock is lost.
-	ctx := context.Background()
-	if mode != "child" {
-		var stop context.CancelFunc
-		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
-		defer stop()
-	}
 	if err := fn(ctx, h); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(os.Stderr, "holder %s: %v\n", c.holder, err)
 		return 1
