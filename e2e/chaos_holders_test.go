@@ -5,10 +5,10 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"errors"
 	"os/exec"
 	"path/filepath"
 	"slices"
