@@ -77,7 +77,9 @@ func TestAGiveBackNeverOvertakesTheAttemptItUndoes(t *testing.T) {
 	p := provider.New(client, &provider.Options{Namespace: ns})
 	acquire := func(ctx context.Context, key string) <-chan error {
 		done := make(chan error, 1)
-		go func() { done <- p.Acquire(ctx, []string{key}, provider.AcquireOptions{Owner: key, Expire: provider.NoExpiry}) }()
+		go func() {
+			done <- p.Acquire(ctx, []string{key}, provider.AcquireOptions{Owner: key, Expire: provider.NoExpiry})
+		}()
 		return done
 	}
 	results := map[string]<-chan error{}
