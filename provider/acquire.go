@@ -264,22 +264,25 @@ func (h *holdings) failed(undoErr, err error) error {
 }
 
 // putBack undoes a failed acquisition, even after ctx ended: see giveBack. It first waits for
-// the attempts still in flight (holdings.inFlight), at most cleanupTimeout: sent before them,
-// on another connection, the give-back could find nothing to undo and the attempt then take
-// the keys for a call that has already failed.
+// the attempts still in flight (holdings.inFlight), at most cleanupTimeout whatever ctx's
+// deadline: sent before them, on another connection, the give-back could find nothing to undo
+// and the attempt then take the keys for a call that has already failed. An attempt still in
+// flight after that makes the result an error (the keys may stay held), give-back or not.
 func (p *Provider) putBack(ctx context.Context, h *holdings) error {
 	keys := slices.Sorted(maps.Keys(h.touched))
+	var pending error
 	if len(keys) > 0 && len(h.inFlight) > 0 {
-		wait, cancel := cleanupContext(ctx)
+		wait, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
 		for _, done := range h.inFlight {
 			select {
 			case <-done:
 			case <-wait.Done():
+				pending = fmt.Errorf("an attempt on them was still unanswered after %s", cleanupTimeout)
 			}
 		}
 	}
-	return p.giveBack(ctx, keys, h.owner, h.claim)
+	return errors.Join(p.giveBack(ctx, keys, h.owner, h.claim), pending)
 }
 
 // giveBack undoes, on each of keys, what acquisition claim did for owner (giveback.lua: a lock

@@ -65,8 +65,18 @@ func (g *pipelineGate) sawGiveBack(key string) bool {
 // A call that gives up while its attempt sits in another call's pipeline, not yet written,
 // must not give back before that attempt has run: sent first, on another connection, the
 // give-back would find nothing to undo, and the attempt then take the key for a call that had
-// already failed (a NoExpiry key would stay held for ever).
+// already failed (a NoExpiry key would stay held for ever). Also when the call's context has a
+// deadline close by (a lease's timeout): the wait is not cut at that deadline.
 func TestAGiveBackNeverOvertakesTheAttemptItUndoes(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		deadline time.Duration // of the call's context; 0: none
+	}{{"cancelled", 0}, {"cancelled before its deadline", time.Second}} {
+		t.Run(c.name, func(t *testing.T) { giveBackAfterItsAttempt(t, c.deadline) })
+	}
+}
+
+func giveBackAfterItsAttempt(t *testing.T, deadline time.Duration) {
 	noLeaks(t)
 	ns := freshNamespace(t)
 	rk := func(k string) string { return ns + k }
@@ -90,6 +100,9 @@ func TestAGiveBackNeverOvertakesTheAttemptItUndoes(t *testing.T) {
 	results["a"] = acquire(ctx(t), "a") // queued: it will lead the next pipeline
 	require.Eventually(t, func() bool { return provider.QueuedCalls(p) == 1 }, wait, time.Millisecond)
 	victimCtx, giveUp := context.WithCancel(ctx(t))
+	if deadline > 0 {
+		victimCtx, giveUp = context.WithTimeout(ctx(t), deadline)
+	}
 	defer giveUp()
 	victim := acquire(victimCtx, "v")
 	require.Eventually(t, func() bool { return provider.QueuedCalls(p) == 2 }, wait, time.Millisecond)
@@ -100,7 +113,7 @@ func TestAGiveBackNeverOvertakesTheAttemptItUndoes(t *testing.T) {
 	for _, b := range blockers[1:] {
 		close(gate.gates[rk(b)]) // slots for the give-back, were it sent now
 	}
-	require.Never(t, func() bool { return gate.sawGiveBack(rk("v")) }, 300*time.Millisecond, time.Millisecond,
+	require.Never(t, func() bool { return gate.sawGiveBack(rk("v")) }, deadline+300*time.Millisecond, time.Millisecond,
 		"the give-back of v reached Redis before v's attempt")
 	close(gate.gates[rk("v")])
 	select {
