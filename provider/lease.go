@@ -95,9 +95,9 @@ const renewRetryMin = 100 * time.Millisecond
 // have expired a key) is given back and the keys are tried again within the timeout.
 //
 // On failure everything the call did is undone as for a failed Acquire, claim-checked: also on
-// a key whose reply was lost. That give-back runs even after ctx ended, bounded to 5 s: with
-// Redis unreachable, it may delay the return by the client's dial retries, and the error then
-// matches ErrOutcomeUnknown. Without opts.Owner the owner is this call's own; with it, the
+// a key whose reply was lost. That give-back runs even after ctx ended, bounded to 5 s (after a
+// wait, bounded the same, for an attempt still in flight): with Redis unreachable, it may delay
+// the return by the client's dial retries, and the error then matches ErrOutcomeUnknown. Without opts.Owner the owner is this call's own; with it, the
 // lease's release is never resent (see Release).
 func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOptions) (*Lease, error) {
 	if len(keys) == 0 {
@@ -148,8 +148,11 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	l.deadline = l.deadlineAfter(confirmed)
 	l.expiry = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
 	l.renewal = time.AfterFunc(l.interval, l.renew)
-	l.mu.Unlock()
+	// Under l.mu, so that a loss at the deadline, which takes l.mu first, finds the lease
+	// registered and takes it off (unwatch). The epoch watcher never holds its own lock while it
+	// takes a lease's.
 	p.epochs.add(l)
+	l.mu.Unlock()
 	return l, nil
 }
 

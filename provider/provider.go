@@ -11,9 +11,10 @@ import (
 )
 
 // Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
-// use; it owns no goroutine except the renewal of leases it hands out, while it holds any one
-// that watches for a restarted Redis server (see Lease), and while any of its calls waits for a
-// held key one pub/sub connection that wakes them when the key is freed (see docs/waiting.md).
+// use; it owns no goroutine of its own except, while any of its calls waits for a held key,
+// one pub/sub connection that wakes them when the key is freed (see docs/waiting.md). The
+// renewals of its leases and, while it holds any, the watch for a restarted Redis server (see
+// Lease) run on timers, in a goroutine only while one fires.
 type Provider struct {
 	client  redis.UniversalClient
 	opts    Options
