@@ -222,7 +222,8 @@ func (h *holdings) touch(keys ...string) {
 }
 
 // unsent forgets keys again when err says that their acquire.lua never reached Redis (a dial
-// failure): there is nothing to undo on them.
+// failure): there is nothing to undo on them. When err says that it is still in flight
+// (inFlightError), it remembers the pipeline for putBack to wait for.
 func (h *holdings) unsent(keys []string, err error) {
 	if err == nil {
 		return

@@ -137,9 +137,14 @@ func (w *wakeups) wakeAll() {
 			w.held[key] = append(w.held[key], everyone)
 			continue
 		}
-		for r := range set {
-			r.wakeLocked()
-		}
+		w.wakeEveryLocked(set)
+	}
+}
+
+// wakeEveryLocked wakes every registration of set (one key's). w.mu is held.
+func (w *wakeups) wakeEveryLocked(set map[*wakeup]struct{}) {
+	for r := range set {
+		r.wakeLocked()
 	}
 }
 
@@ -160,9 +165,7 @@ func (w *wakeups) wakeHead(key, head string) {
 // wakeHeadLocked is wakeHead with w.mu held.
 func (w *wakeups) wakeHeadLocked(key, head string) {
 	if head == everyone {
-		for r := range w.waiting[key] {
-			r.wakeLocked()
-		}
+		w.wakeEveryLocked(w.waiting[key])
 		return
 	}
 	if head != "" {
