@@ -27,18 +27,22 @@ type Filter struct {
 	exact   bool
 }
 
+// cutField splits what the user typed into the field it names (OwnerPrefix or HolderPrefix,
+// any case; "" for keys) and the pattern after it, as typed.
+func cutField(s string) (field, pattern string) {
+	s = strings.TrimSpace(s)
+	for _, prefix := range []string{OwnerPrefix, HolderPrefix} {
+		if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+			return prefix, strings.TrimSpace(s[len(prefix):])
+		}
+	}
+	return "", s
+}
+
 // ParseFilter parses what the user typed after "/".
 func ParseFilter(s string) Filter {
-	s = strings.TrimSpace(s)
-	f := Filter{}
-	switch lower := strings.ToLower(s); {
-	case strings.HasPrefix(lower, OwnerPrefix):
-		f.owner = true
-		s = strings.TrimSpace(s[len(OwnerPrefix):])
-	case strings.HasPrefix(lower, HolderPrefix):
-		f.holder = true
-		s = strings.TrimSpace(s[len(HolderPrefix):])
-	}
+	field, s := cutField(s)
+	f := Filter{owner: field == OwnerPrefix, holder: field == HolderPrefix}
 	if rest, ok := strings.CutPrefix(s, "="); ok {
 		f.exact, f.pattern = true, strings.ToLower(rest)
 		return f
@@ -89,8 +93,8 @@ func (f Filter) MatchKey(key string) bool {
 // ExactKey returns the key a filter names exactly ("=cart:1" names "cart:1", as typed: Redis
 // keys are case-sensitive), so the console can read it at once instead of waiting for a scan.
 func ExactKey(filter string) (key string, ok bool) {
-	s := strings.TrimSpace(filter)
-	if lower := strings.ToLower(s); strings.HasPrefix(lower, OwnerPrefix) || strings.HasPrefix(lower, HolderPrefix) {
+	field, s := cutField(filter)
+	if field != "" {
 		return "", false
 	}
 	key, ok = strings.CutPrefix(s, "=")
