@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -53,4 +54,114 @@ func parseStatCPU(stat string) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// machineCPU reads the first line of /proc/stat: the CPU time of every core together, and the
+// part of it spent busy (all but idle and iowait).
+func machineCPU() (busy, total time.Duration, err error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	return parseMachineCPU(string(data))
+}
+
+// parseMachineCPU extracts busy and total time from /proc/stat's "cpu" line (user nice system
+// idle iowait irq softirq steal …, in clock ticks).
+func parseMachineCPU(stat string) (busy, total time.Duration, err error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 6 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("bench: unexpected /proc/stat line %q", line)
+	}
+	var ticks, idle int64
+	for i, f := range fields[1:min(len(fields), 9)] { // guest time is already in user
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("bench: /proc/stat field %q: %w", f, err)
+		}
+		ticks += n
+		if i == 3 || i == 4 { // idle, iowait
+			idle += n
+		}
+	}
+	tick := time.Second / clockTicks
+	return time.Duration(ticks-idle) * tick, time.Duration(ticks) * tick, nil
+}
+
+// isRedisServer reports whether pid is a redis-server process on this machine (the server a run
+// measures may be elsewhere: then its CPU is not read).
+func isRedisServer(pid int) bool {
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return err == nil && strings.HasPrefix(strings.TrimSpace(string(comm)), "redis-server")
+}
+
+// cpuUse is what a span of a run cost in CPU time beside the runners' own (which they measure
+// themselves): the bridge server's and the Redis server's (0 when not measured), and the
+// machine's, busy out of total over all cores.
+type cpuUse struct {
+	bridge, redis time.Duration
+	busy, total   time.Duration
+}
+
+// cpuSample reads the counters behind cpuUse once; pids of 0 are not read.
+func cpuSample(bridgePid, redisPid int) cpuUse {
+	var s cpuUse
+	if bridgePid > 0 {
+		s.bridge, _ = pidCPU(bridgePid)
+	}
+	if redisPid > 0 {
+		s.redis, _ = pidCPU(redisPid)
+	}
+	s.busy, s.total, _ = machineCPU()
+	return s
+}
+
+// since is the CPU used from sample s0 to s; a counter that could not be read either time is 0.
+func (s cpuUse) since(s0 cpuUse) cpuUse {
+	diff := func(a, b time.Duration) time.Duration {
+		if a == 0 || b == 0 {
+			return 0
+		}
+		return a - b
+	}
+	return cpuUse{
+		bridge: diff(s.bridge, s0.bridge), redis: diff(s.redis, s0.redis),
+		busy: diff(s.busy, s0.busy), total: diff(s.total, s0.total),
+	}
+}
+
+// measureCPU samples the CPU counters at the window's opening (at) and returns a function that
+// samples them again and returns the use over the span. bridgePid or redisPid 0: not measured.
+func measureCPU(ctx context.Context, bridgePid, redisPid int, at time.Time) func() cpuUse {
+	first := make(chan cpuUse, 1)
+	go func() {
+		waitUntil(ctx, unixMs(at))
+		first <- cpuSample(bridgePid, redisPid)
+	}()
+	return func() cpuUse {
+		s0 := <-first
+		return cpuSample(bridgePid, redisPid).since(s0)
+	}
+}
+
+// setCPU fills r's CPU columns from use over a span in which executes calls were made:
+// bridge is whether the bridge server's CPU belongs to r, redis whether the Redis server's does
+// (it serves every implementation of a mixed scenario at once).
+func (r *Result) setCPU(use cpuUse, executes int, bridge, redis bool) {
+	per1k := func(d time.Duration) *float64 {
+		if d <= 0 || executes == 0 {
+			return nil
+		}
+		return ptr(round(ms(d)/float64(executes)*1000, 1))
+	}
+	if bridge {
+		r.BridgeCPUMsPer1k = per1k(use.bridge)
+	}
+	if redis {
+		r.RedisCPUMsPer1k = per1k(use.redis)
+	}
+	if use.total > 0 {
+		r.MachineBusy = ptr(round(float64(use.busy)/float64(use.total), 3))
+	}
 }

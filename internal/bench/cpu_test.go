@@ -34,3 +34,27 @@ func TestPidCPUReadsThisProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestParseMachineCPUCountsIdleAndIowaitAsNotBusy(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice, in ticks of 10 ms
+	busy, total, err := parseMachineCPU("cpu  100 20 30 400 50 6 4 0 99 99\ncpu0 1 2 3 4 5 6 7 8\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantBusy, wantTotal := 1600*time.Millisecond, 6100*time.Millisecond; busy != wantBusy || total != wantTotal {
+		t.Errorf("parseMachineCPU = %v busy of %v, want %v of %v", busy, total, wantBusy, wantTotal)
+	}
+	if _, _, err := parseMachineCPU("intr 1 2 3\n"); err == nil {
+		t.Error("parseMachineCPU(intr line) did not fail")
+	}
+}
+
+func TestMachineCPUAndRedisServerCheckReadThisMachine(t *testing.T) {
+	busy, total, err := machineCPU()
+	if err != nil || total <= 0 || busy > total {
+		t.Fatalf("machineCPU() = %v, %v, %v", busy, total, err)
+	}
+	if isRedisServer(os.Getpid()) {
+		t.Error("isRedisServer(the test's own pid) = true")
+	}
+}

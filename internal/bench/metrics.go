@@ -32,6 +32,8 @@ var MetricsDoc = map[string]string{
 	"share":                         "multi-process: the implementation's share of the scenario's critical sections",
 	"cpu_ms_per_1k_executes":        "the runner processes' CPU time (user + system: getrusage for Go, process.cpuUsage() for Node) from the window's opening to the end of the drain, per 1,000 execute calls made in the window (successful, timed out or failed); the in-process Go runner's is the bench process's",
 	"bridge_cpu_ms_per_1k_executes": "bridge: the bridge server's CPU time (utime + stime from /proc/<pid>/stat, 10 ms steps) over the same span, per 1,000 executes of the bridge clients it served",
+	"redis_cpu_ms_per_1k_executes":  "the Redis server's CPU time (from /proc/<pid>/stat, the pid from INFO server; left out when the server is not on this machine) over the same span, per 1,000 executes; in a mixed multi-process scenario only on the all row, since one server serves every implementation",
+	"machine_busy":                  "the share of the machine's CPU time (every core, from /proc/stat) that was busy over the same span: near 1.0 the run was bound by the CPU the runners, the bridge and Redis share, and then a rate can only rise by spending less CPU per execute",
 	"multi_ratios":                  "multi_<impl>: <impl>_over_stock divides critical sections/s (and wait_p50/p99/p99_with_timeouts) by multi_stock's; multi_<impl>_stock: <impl>_over_stock compares critical sections/s per process of <impl> and of stock in the same run, stock_over_all_stock divides stock's per process by multi_stock's per process (target: at least 0.5)",
 	"cluster":                       "cluster_<scenario>: the scenario on a local Redis Cluster of 3 masters (redis-server in cluster mode on free loopback ports, slots split evenly), Go provider in-process on a go-redis cluster client, and the bridge client through a bridge of its own on the cluster (the harness's counter is an ioredis Redis.Cluster there); <impl>_over_<impl>_standalone divides the throughput by the same scenario's on the single server in the same run; cluster_notes say why stock is not run there",
 	"environment_noise":             "a shared 2-core machine is noisy: compare ratios from one run, not absolute numbers across runs",
@@ -85,9 +87,12 @@ type Result struct {
 	Share             *float64 `json:"share,omitempty"`
 
 	// CPUMsPer1k is the runner processes' CPU time per 1,000 executes (window and drain);
-	// BridgeCPUMsPer1k the bridge server's, for the bridge.
+	// BridgeCPUMsPer1k the bridge server's, for the bridge; RedisCPUMsPer1k the Redis
+	// server's; MachineBusy the share of the machine's CPU time that was busy meanwhile.
 	CPUMsPer1k       *float64 `json:"cpu_ms_per_1k_executes,omitempty"`
 	BridgeCPUMsPer1k *float64 `json:"bridge_cpu_ms_per_1k_executes,omitempty"`
+	RedisCPUMsPer1k  *float64 `json:"redis_cpu_ms_per_1k_executes,omitempty"`
+	MachineBusy      *float64 `json:"machine_busy,omitempty"`
 	// StartLateMs is how late the latest of its processes opened its window (0: together).
 	StartLateMs float64 `json:"start_late_ms,omitempty"`
 

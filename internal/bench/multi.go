@@ -151,17 +151,14 @@ func multiSpec(cfg Config, m MultiScenario, p int, startAt time.Time) Spec {
 }
 
 // runMulti runs one multi-process scenario: it resets the shared counter, sends every process
-// its spec at once and collects their observations, and measures the bridge server's CPU over
-// the window when bridge processes take part.
-func runMulti(ctx context.Context, cfg Config, m MultiScenario, procs map[string][]Runner, env Env) ([]*Raw, time.Duration, error) {
+// its spec at once and collects their observations, and measures over the window the CPU of the
+// Redis server, of the bridge server when bridge processes take part, and of the machine.
+func runMulti(ctx context.Context, cfg Config, m MultiScenario, procs map[string][]Runner, env Env) ([]*Raw, cpuUse, error) {
 	if err := resetCounter(ctx, cfg.RedisURL, counterPrefix+"multi:"+m.Name); err != nil {
-		return nil, 0, err
+		return nil, cpuUse{}, err
 	}
 	startAt := time.Now().Add(multiStartMargin)
-	var bridgeCPU func() time.Duration
-	if slices.Contains(m.Processes, BridgeName) && env.bridge != nil {
-		bridgeCPU = measureCPU(ctx, env.bridge.server(), startAt)
-	}
+	cpu := measureCPU(ctx, env.bridgePid(slices.Contains(m.Processes, BridgeName)), env.redisPid, startAt)
 	raws := make([]*Raw, len(m.Processes))
 	errs := make([]error, len(m.Processes))
 	next := map[string]int{}
@@ -170,7 +167,7 @@ func runMulti(ctx context.Context, cfg Config, m MultiScenario, procs map[string
 		i := next[impl]
 		next[impl]++
 		if i >= len(procs[impl]) {
-			return nil, 0, fmt.Errorf("%s: no %s process #%d", m.Name, impl, i)
+			return nil, cpuUse{}, fmt.Errorf("%s: no %s process #%d", m.Name, impl, i)
 		}
 		r := procs[impl][i]
 		spec := multiSpec(cfg, m, p, startAt)
@@ -179,43 +176,17 @@ func runMulti(ctx context.Context, cfg Config, m MultiScenario, procs map[string
 	wg.Wait()
 	for p, err := range errs {
 		if err != nil {
-			return nil, 0, fmt.Errorf("%s, process %d (%s): %w", m.Name, p, m.Processes[p], err)
+			return nil, cpuUse{}, fmt.Errorf("%s, process %d (%s): %w", m.Name, p, m.Processes[p], err)
 		}
 	}
-	var cpu time.Duration
-	if bridgeCPU != nil {
-		cpu = bridgeCPU()
-	}
-	return raws, cpu, nil
-}
-
-// measureCPU reads the bridge server's CPU time at the window's opening (at) and returns a
-// function that reads it again and returns the difference (0 when /proc cannot say).
-func measureCPU(ctx context.Context, b *BridgeServer, at time.Time) func() time.Duration {
-	if b == nil || b.Pid() == 0 {
-		return func() time.Duration { return 0 }
-	}
-	pid := b.Pid()
-	done := make(chan time.Duration, 1)
-	go func() {
-		waitUntil(ctx, unixMs(at))
-		c, _ := pidCPU(pid)
-		done <- c
-	}()
-	return func() time.Duration {
-		c0 := <-done
-		c1, err := pidCPU(pid)
-		if err != nil || c0 == 0 {
-			return 0
-		}
-		return c1 - c0
-	}
+	return raws, cpu(), nil
 }
 
 // SummarizeMulti computes the rows of one multi-process scenario: one per implementation (its
 // processes together) and, when implementations are mixed, an "all" row for the whole key.
-// bridgeCPU is the bridge server's CPU time over the window.
-func SummarizeMulti(cfg Config, m MultiScenario, raws []*Raw, bridgeCPU time.Duration) []Result {
+// cpu is what the window cost the bridge server, the Redis server and the machine: the Redis
+// server's is charged to the rows of every process (one implementation's, or the all row).
+func SummarizeMulti(cfg Config, m MultiScenario, raws []*Raw, cpu cpuUse) []Result {
 	cfg = cfg.withDefaults()
 	var all []Section
 	for p, raw := range raws {
@@ -258,9 +229,7 @@ func SummarizeMulti(cfg Config, m MultiScenario, raws []*Raw, bridgeCPU time.Dur
 		if total > 0 {
 			res.Share = ptr(round(float64(res.Ops)/float64(total), 3))
 		}
-		if impl == BridgeName && bridgeCPU > 0 && merged.executes() > 0 {
-			res.BridgeCPUMsPer1k = ptr(round(ms(bridgeCPU)/float64(merged.executes())*1000, 1))
-		}
+		res.setCPU(cpu, merged.executes(), impl == BridgeName, len(procs) == len(raws))
 		out = append(out, res)
 	}
 	return out

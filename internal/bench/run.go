@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -183,10 +184,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if name, version := localPackageVersion(filepath.Join(cfg.CompatDir, bridgeClientDir)); version != "" {
 		rep.Env.Packages[name] = version
 	}
-	version, err := redisVersion(ctx, cfg.RedisURL)
+	version, pid, err := redisServer(ctx, cfg.RedisURL)
 	if err != nil {
 		return nil, err
 	}
+	env.redisPid = pid
 	rep.Redis, rep.Env.Redis = version, version
 
 	// One bridge server for every bridge runner of the run; stopped after them (defers run in
@@ -233,7 +235,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	for _, m := range multi {
-		raws, bridgeCPU, err := runMulti(ctx, cfg, m, procs, env)
+		raws, cpu, err := runMulti(ctx, cfg, m, procs, env)
 		if err != nil {
 			return nil, err
 		}
@@ -242,7 +244,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 				fmt.Fprintf(cfg.Log, "bench: warning: %s: process %d (%s) opened its window %.1f ms late\n", m.Name, p, m.Processes[p], raw.StartLateMs)
 			}
 		}
-		for _, res := range SummarizeMulti(cfg, m, raws, bridgeCPU) {
+		for _, res := range SummarizeMulti(cfg, m, raws, cpu) {
 			rep.MultiProcess = append(rep.MultiProcess, res)
 			rep.Problems = append(rep.Problems, problems(res)...)
 			fmt.Fprintln(cfg.Log, progressLine(res))
@@ -274,26 +276,21 @@ const lateWarning = 5.0 // ms
 // (Spec.StartAtUnixMs), so the bridge server's CPU can be read at the opening.
 const singleStartMargin = 500 * time.Millisecond
 
-// runSingle runs one single-process scenario with one implementation and summarises it; for
-// the bridge it also measures the bridge server's CPU over the window.
+// runSingle runs one single-process scenario with one implementation and summarises it; it
+// also measures the Redis server's CPU, the bridge server's for the bridge, and how busy the
+// machine was over the window.
 func runSingle(ctx context.Context, cfg Config, sc Scenario, impl string, r Runner, env Env) (Result, error) {
 	spec := makeSpec(cfg, sc, impl)
 	startAt := time.Now().Add(singleStartMargin)
 	spec.StartAtUnixMs = unixMs(startAt)
-	var bridgeCPU func() time.Duration
-	if impl == BridgeName && env.bridge != nil {
-		bridgeCPU = measureCPU(ctx, env.bridge.server(), startAt)
-	}
+	bridge := impl == BridgeName
+	cpu := measureCPU(ctx, env.bridgePid(bridge), env.redisPid, startAt)
 	raw, err := r.Run(ctx, spec)
 	if err != nil {
 		return Result{}, fmt.Errorf("%s with %s: %w", sc.Name, impl, err)
 	}
 	res := Summarize(sc, spec, raw)
-	if bridgeCPU != nil {
-		if cpu := bridgeCPU(); cpu > 0 && raw.executes() > 0 {
-			res.BridgeCPUMsPer1k = ptr(round(ms(cpu)/float64(raw.executes())*1000, 1))
-		}
-	}
+	res.setCPU(cpu(), raw.executes(), bridge, true)
 	return res, nil
 }
 
@@ -427,23 +424,33 @@ func resetCounter(ctx context.Context, url, key string) error {
 	return nil
 }
 
-// redisVersion reads redis_version from INFO server.
-func redisVersion(ctx context.Context, url string) (string, error) {
+// redisServer reads redis_version and, when the server runs on this machine, its process id
+// (0 otherwise) from INFO server.
+func redisServer(ctx context.Context, url string) (version string, pid int, err error) {
 	c, err := redisconn.Open(url, redisconn.TLSFiles{})
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer c.Close()
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
-		return "", fmt.Errorf("bench: redis %s does not answer: %w", redisconn.Describe(url), err)
+		return "", 0, fmt.Errorf("bench: redis %s does not answer: %w", redisconn.Describe(url), err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v, nil
+	for line := range strings.Lines(info) {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			version = v
+		}
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			if n, err := strconv.Atoi(v); err == nil && isRedisServer(n) {
+				pid = n
+			}
 		}
 	}
-	return "", errors.New("bench: INFO server has no redis_version")
+	if version == "" {
+		return "", 0, errors.New("bench: INFO server has no redis_version")
+	}
+	return version, pid, nil
 }
 
 // syncWriter serialises writes to the log: progress comes from Run, child stderr from the

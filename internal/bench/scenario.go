@@ -233,6 +233,19 @@ type Env struct {
 
 	// bridge, when set, is the run's one bridge server, shared by its bridge runners.
 	bridge *sharedBridge
+	// redisPid is the Redis server's process id when it runs on this machine, else 0.
+	redisPid int
+}
+
+// bridgePid is the pid of the run's bridge server when bridge is set and one runs, else 0.
+func (e Env) bridgePid(bridge bool) int {
+	if !bridge || e.bridge == nil {
+		return 0
+	}
+	if b := e.bridge.server(); b != nil {
+		return b.Pid()
+	}
+	return 0
 }
 
 // Impl is one lock implementation under test.

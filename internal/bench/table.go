@@ -11,8 +11,8 @@ import (
 // the ratio to stock from the same run.
 func WriteTable(w io.Writer, rep *Report) error {
 	var b strings.Builder
-	b.WriteString("| scenario | impl | procs × workers | rate | of ideal | lock busy | wait p50 / p99 / max ms | p99 with timeouts ms | timeouts | same-worker hand-offs | Jain workers / procs | share | overlaps | CPU ms per 1k executes (client / bridge) | × stock |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | impl | procs × workers | rate | of ideal | lock busy | wait p50 / p99 / max ms | p99 with timeouts ms | timeouts | same-worker hand-offs | Jain workers / procs | share | overlaps | CPU ms per 1k executes (client / bridge / Redis) | machine busy | × stock |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Scenarios {
 		b.WriteString(tableRow(r, ratioCell(rep.Ratios[r.Name], r.Impl+"_over_stock", "")))
 	}
@@ -63,7 +63,13 @@ func tableRow(r Result, ratio string) string {
 	if r.BridgeCPUMsPer1k != nil {
 		cpu += " / " + numPtr(r.BridgeCPUMsPer1k)
 	}
-	cells = append(cells, cpu, ratio)
+	if r.RedisCPUMsPer1k != nil {
+		if r.BridgeCPUMsPer1k == nil {
+			cpu += " / -"
+		}
+		cpu += " / " + numPtr(r.RedisCPUMsPer1k)
+	}
+	cells = append(cells, cpu, pct(r.MachineBusy), ratio)
 	return "| " + strings.Join(cells, " | ") + " |\n"
 }
 
