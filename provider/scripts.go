@@ -109,15 +109,19 @@ func libFor(body string) string {
 	return strings.Join(kept, "\n\n") + "\n"
 }
 
-// cmd is one run of s on lock key rk: EVALSHA, or EVAL with the whole text when full.
-func (s *script) cmd(ctx context.Context, rk string, full bool, args []any) *redis.Cmd {
+// cmd is one run of s on lock key rk with args and then channel (the wake-up channel, the last
+// argument of every script): EVALSHA, or EVAL with the whole text when full. Its arguments are
+// built in one slice of their final size: this runs twice per execute.
+func (s *script) cmd(ctx context.Context, rk string, full bool, args []any, channel string) *redis.Cmd {
 	name, body := "evalsha", s.sha
 	if full {
 		name, body = "eval", s.src
 	}
 	q, t := queueKeys(rk)
-	return redis.NewCmd(ctx, append([]any{name, body, 7, rk, recordKey(rk), q, t, shareKey(rk), fenceKey(rk),
-		waitersKey(rk)}, args...)...)
+	all := make([]any, 0, 10+len(args)+1)
+	all = append(all, name, body, 7, rk, recordKey(rk), q, t, shareKey(rk), fenceKey(rk), waitersKey(rk))
+	all = append(all, args...)
+	return redis.NewCmd(ctx, append(all, channel)...)
 }
 
 // queueKeys are the keys of the wait queue of lock key rk and of its tickets (see queue.go):
@@ -208,7 +212,7 @@ func evalBatch[T any](ctx context.Context, p *Provider, s *script, keys []string
 		cmds := make([]*redis.Cmd, len(pending))
 		sent := make([]redis.Cmder, len(pending))
 		for j, i := range pending {
-			cmds[j] = s.cmd(ctx, p.RedisKey(keys[i]), attempt > 0, slices.Concat(argsOf(i), []any{p.channel}))
+			cmds[j] = s.cmd(ctx, p.RedisKey(keys[i]), attempt > 0, argsOf(i), p.channel)
 			sent[j] = cmds[j]
 			if r == sendOnce {
 				sent[j] = onceCmd{cmds[j]}
