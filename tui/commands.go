@@ -34,9 +34,6 @@ func (m *model) waitUpdate() tea.Cmd {
 
 // onUpdate takes the watcher's new status and notice.
 func (m *model) onUpdate(u source.Update) {
-	if u.Status.Loaded() && !m.st.Loaded() {
-		m.locks.SetLoaded()
-	}
 	if m.sampleRun != 0 && u.Status.SampleDone >= m.sampleRun {
 		m.sampler, m.sampleRun = nil, 0 // the run ended by itself
 	}

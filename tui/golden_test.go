@@ -43,8 +43,9 @@ func operatorStore() *store.Store {
 		{Key: "gone:1", Owner: "*", TTL: 10 * time.Second},
 		{Key: "gone:2", Owner: "*", TTL: 10 * time.Second},
 	}
-	s.Observe(locks, clock.Add(-5*time.Minute), 1)  // first seen five minutes ago
-	s.Observe(locks, clock.Add(-10*time.Second), 2) // and renewed since
+	s.Observe(locks, clock.Add(-5*time.Minute), 1)                       // first seen five minutes ago
+	s.Observe(locks, clock.Add(-10*time.Second), 2)                      // and renewed since
+	s.EndScan(2, clock.Add(-10*time.Second), clock.Add(-10*time.Second)) // the first refresh is shown
 	s.Observe([]provider.Lock{
 		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1CD", Owner: exec + "02", TTL: 800 * time.Millisecond},
 	}, clock.Add(-100*time.Millisecond), 3)

@@ -46,24 +46,38 @@ func TestIntegrationEventsResubscribeAfterAFailedStart(t *testing.T) {
 // addresses of its nodes once both agree the cluster is up.
 func startCluster(t *testing.T) []string {
 	t.Helper()
+	return startClusterOf(t, 2)
+}
+
+// startClusterOf starts a Redis Cluster of n masters (slots split evenly) and returns the
+// addresses of its nodes once all agree the cluster is up.
+func startClusterOf(t *testing.T, n int) []string {
+	t.Helper()
 	ctx := t.Context()
 	cfg := redistest.Config{Args: []string{"--cluster-enabled", "yes"}}
-	a, b := redistest.StartWith(t, cfg), redistest.StartWith(t, cfg)
-	ca, cb := a.Client(t), b.Client(t)
-	require.NoError(t, ca.ClusterAddSlotsRange(ctx, 0, 8191).Err())
-	require.NoError(t, cb.ClusterAddSlotsRange(ctx, 8192, 16383).Err())
-	host, port, _ := strings.Cut(b.Addr, ":")
-	require.NoError(t, ca.Do(ctx, "CLUSTER", "MEET", host, port).Err())
+	var nodes []*redis.Client
+	var addrs []string
+	for i := range n {
+		srv := redistest.StartWith(t, cfg)
+		node := srv.Client(t)
+		require.NoError(t, node.ClusterAddSlotsRange(ctx, i*16384/n, (i+1)*16384/n-1).Err())
+		if i > 0 {
+			host, port, _ := strings.Cut(srv.Addr, ":")
+			require.NoError(t, nodes[0].Do(ctx, "CLUSTER", "MEET", host, port).Err())
+		}
+		nodes, addrs = append(nodes, node), append(addrs, srv.Addr)
+	}
+	known := fmt.Sprintf("cluster_known_nodes:%d", n)
 	require.Eventually(t, func() bool {
-		for _, n := range []*redis.Client{ca, cb} {
-			info, err := n.ClusterInfo(ctx).Result()
-			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:2") {
+		for _, node := range nodes {
+			info, err := node.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known) {
 				return false
 			}
 		}
 		return true
 	}, waitFor, 20*time.Millisecond)
-	return []string{a.Addr, b.Addr}
+	return addrs
 }
 
 // In read-only mode the hook that refuses writes reaches the clients of a Cluster's nodes too

@@ -258,5 +258,10 @@ SIGKILL, so it cannot run on without the lock. This covers the command's own pro
 processes it starts (sh -c 'a; b' starts a) survive, and so does a set-user-ID command. On
 other systems the command keeps running in that case, without the lock once the lease expires.
 
+The command's environment names the lease: LOCKTUI_LOCK_KEYS the keys (sorted, one a line),
+LOCKTUI_FENCING_TOKENS each key's fencing token (one a line, in that order) and
+LOCKTUI_FENCING_TOKEN the first key's. Pass the token with every write to a store that checks
+it, so that a write made after the lease was lost is refused (docs/fencing.md).
+
 Exits with the command's exit code, 128+N if a signal N killed it, 127 if it was not found
 (the lock is not taken), 126 if it could not be started.`

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -46,4 +47,12 @@ func TestGetShowsTheHolder(t *testing.T) {
 	require.Regexp(t, `(?m)^  acquired: +\S+Z \(Redis time\)$`, r.stdout)
 	require.Regexp(t, `(?m)^  fencing: +`+strconv.FormatInt(tokens["k"], 10)+`$`, r.stdout)
 	require.NotContains(t, r.stdout, "  prog:", "the fields shown above are not repeated raw")
+}
+
+// run --help tells where the command finds its keys and fencing tokens.
+func TestRunHelpNamesTheFencingEnvironment(t *testing.T) {
+	r := run(t, "run", "--help")
+	for _, name := range []string{cli.EnvLockKeys, cli.EnvFencingTokens, cli.EnvFencingToken, "docs/fencing.md"} {
+		require.Contains(t, r.stdout, name)
+	}
 }

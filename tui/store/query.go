@@ -108,6 +108,9 @@ type Detail struct {
 type View struct {
 	Query Query
 	At    time.Time
+	// Scanned is true when the View holds the result of a complete full scan (the first
+	// refresh has ended): the locks view keeps its cursor on the top row until then.
+	Scanned bool
 	// Total is the number of locks held in the namespace (GONE ones excluded).
 	Total int
 	// Matched is the number of locks held that pass the filter (Total when there is none).
@@ -164,7 +167,7 @@ type ownerAgg struct {
 func (s *Store) Build(q Query, now time.Time) *View {
 	start := time.Now()
 	f := ParseFilter(q.Filter)
-	v := &View{Query: q, At: now, Contention: map[string]*Contention{}}
+	v := &View{Query: q, At: now, Scanned: s.scanned, Contention: map[string]*Contention{}}
 	for key, ks := range s.tracker.keys {
 		if c := ks.snapshot(now); c != nil {
 			v.Contention[key] = c

@@ -36,6 +36,8 @@ type Store struct {
 	index   map[string]int
 	gone    map[string]struct{} // keys currently GONE, pruned after GoneFor
 	tracker tracker
+	// scanned is true once a full scan has ended (EndScan): the store holds every lock it saw.
+	scanned bool
 }
 
 // New returns an empty store.
@@ -150,6 +152,7 @@ func sameHolder(a, b *provider.Record) bool {
 // EndScan marks GONE every lock that the full scan `scan`, started at `started`, did not see,
 // unless a targeted read saw it after the scan began.
 func (s *Store) EndScan(scan uint64, started, now time.Time) {
+	s.scanned = true
 	for i := range s.recs {
 		rec := &s.recs[i]
 		if rec.scan != scan && rec.observed.Before(started) && rec.entry.GoneAt.IsZero() {

@@ -66,16 +66,18 @@ func (p *Page) SetSize(width, height int) {
 // refresh is under way, how far it is, and what an exact lookup found).
 func (p *Page) SetEmpty(text string) { p.empty = text }
 
-// SetLoaded ends the pinning of the cursor to the top row: the first refresh is complete.
-func (p *Page) SetLoaded() { p.pinned = false }
-
-// SetView shows v, keeping the selected key under the cursor (the top row while pinned).
+// SetView shows v, keeping the selected key under the cursor (the top row while pinned). The
+// first View that holds a complete full scan (v.Scanned) is still shown with the cursor on the
+// top row, and ends the pinning: the end of the first refresh is told by the View itself, not
+// by the watcher's status, which may arrive before the View with the scan's last locks (on a
+// Cluster, the masters' batches come in any order).
 func (p *Page) SetView(v *store.View) {
 	p.view = v
 	p.table.SetSorted(v.Query.LockSort.Column, v.Query.LockSort.Reverse)
 	if p.pinned {
 		p.table.SetCursor(0)
 		p.selected.Reset()
+		p.pinned = !v.Scanned
 	}
 	p.selected.SetRows(p.table, len(v.Locks), p.keyAt, v.Index)
 }
