@@ -56,7 +56,8 @@ type Record struct {
 	// Server is the Redis server, with any password redacted.
 	Server string `json:"server"`
 	// Holder, for a force-release, names the process it cut off, from the lock's holder
-	// record read just before (provider.Record.String); "" when the lock had none.
+	// record read just before (provider.Record.String), or provider.NoHolderRecord when the
+	// lock had none; "" when it could not be read or was no longer the owner's.
 	Holder string `json:"holder,omitempty"`
 }
 

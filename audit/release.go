@@ -97,10 +97,14 @@ func (r *Releaser) holder(ctx context.Context, key string) seenHolder {
 	return seenHolder{&l}
 }
 
-// of names the holder when owner, the owner released, is the one read.
+// of names the holder when owner, the owner released, is the one read: its record, or that it
+// had none (provider.NoHolderRecord); "" when the lock could not be read or was another owner's.
 func (h seenHolder) of(owner string) string {
-	if h.lock == nil || h.lock.Record == nil || h.lock.Owner != owner {
+	switch {
+	case h.lock == nil || h.lock.Owner != owner:
 		return ""
+	case h.lock.Record == nil:
+		return provider.NoHolderRecord
 	}
 	return h.lock.Record.String()
 }

@@ -119,6 +119,11 @@ func (h Holder) String() string {
 	return fmt.Sprintf("%s (%s on %s, %s client)", program, pid, Printable(h.Host), h.Client)
 }
 
+// NoHolderRecord is what this project's tools say of a lock that has no holder record: stock
+// Medusa writes none, nor did this project's clients before they kept one. The console, the
+// CLI's get and the audit trail of a force-release use it.
+const NoHolderRecord = "no holder record (stock Medusa or an older client)"
+
 // String names the holder in a line: "medusa-worker (pid 4242 on web-1, bridge client), held
 // since 2026-12-02T03:04:05.123Z, fencing token 1796180000000001".
 func (r *Record) String() string {

@@ -154,7 +154,7 @@ func (info lockInfo) writeText(w io.Writer) error {
 	r := info.record
 	if r == nil {
 		if info.exists && !info.lock.Foreign {
-			line("record", "none (taken by a client that writes no holder record, such as stock Medusa)")
+			line("record", "none: "+provider.NoHolderRecord)
 		}
 		_, err := io.WriteString(w, b.String())
 		return err

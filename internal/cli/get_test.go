@@ -90,7 +90,7 @@ func TestGetAStockLock(t *testing.T) {
 	r := run(t, "get", "stock", "--redis", e.srv.URL)
 	requireCode(t, r, cli.ExitOK)
 	require.Contains(t, r.stdout, "ttl:        no expiry\n")
-	require.Contains(t, r.stdout, "record:     none (taken by a client that writes no holder record, such as stock Medusa)\n")
+	require.Contains(t, r.stdout, "record:     none: "+provider.NoHolderRecord+"\n")
 	g := getJSON(t, e, "stock", cli.ExitOK)
 	require.Nil(t, g.Record)
 	require.Equal(t, "stock-owner", g.Owner)

@@ -17,7 +17,7 @@ const (
 	// NoRecordGroup names the group of the locks without record (owners by process).
 	NoRecordGroup = "no holder record"
 	// NoRecordWhy is the same in a line, with the reason.
-	NoRecordWhy = "no holder record (stock Medusa or an older client)"
+	NoRecordWhy = provider.NoHolderRecord
 )
 
 // GroupLocks is how many of a group's locks a View keeps, the oldest: what the owners view
