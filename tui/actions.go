@@ -10,6 +10,7 @@ import (
 
 	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -43,9 +44,14 @@ func (m *model) askRelease() {
 		m.setNotice(fmt.Sprintf("%s is not a lock (not a string): locktui does not delete it", printable(e.Key)), true)
 		return
 	}
+	holder := store.NoRecordWhy
+	if e.Record != nil {
+		holder = e.Record.Holder.String() + ", held " + common.Held(e.HeldFor(m.common.Now()))
+	}
 	lines := []string{
 		"key    " + provider.Printable(e.Key),
 		"owner  " + quote(e.Owner),
+		"holder " + holder,
 		"",
 		"Deleted only if this owner still holds it (compare-and-delete).",
 		m.auditLine(),

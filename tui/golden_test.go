@@ -85,6 +85,7 @@ func TestGoldenScreens(t *testing.T) {
 		{"owners-by-process-worker", []string{"2", "t", "down"}},
 		{"help", []string{"?"}},
 		{"release-dialog", []string{"d"}},
+		{"release-dialog-holder", []string{"down", "down", "down", "down", "d"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

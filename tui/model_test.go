@@ -142,6 +142,7 @@ func TestForceReleaseDialog(t *testing.T) {
 	assert.Contains(t, out, "Force-release this lock?")
 	assert.Contains(t, out, "stuck:job")
 	assert.Contains(t, out, `owner  "*"`)
+	assert.Contains(t, out, "holder no holder record", "the dialog names the process it cuts off, or that it cannot")
 	assert.Contains(t, out, "compare-and-delete")
 	assert.Contains(t, out, "Not audited")
 
