@@ -19,8 +19,8 @@ import (
 // Legend explains the columns of the locks table (the help screen shows it).
 const Legend = "HELD since taken (≥: seen here, no record) · WAIT waiting · CONT/s last 10s"
 
-// Page is the locks table and, under it, the selected lock's full key and owner on one line and
-// its holder on the next.
+// Page is the locks table and, under it, the selected lock's key and owner on one line (whole
+// when they fit, see selectedLine) and its holder on the next.
 // The cursor follows the selected key when the rows are re-sorted, except while the first
 // refresh is loading: then it stays on the top row, where the NO TTL suspects sort, until the
 // operator moves it.
