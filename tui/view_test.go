@@ -192,3 +192,23 @@ func TestDetailOfAGoneLockShowsNoCountdown(t *testing.T) {
 	assert.Contains(t, out, "TTL        - (gone 3s ago: released or expired)")
 	assert.NotContains(t, out, "0.0s of a")
 }
+
+// A key of another type has no owner: its detail does not list the empty owner `""` among the
+// owners seen, nor say the console saw "this owner hold it".
+func TestDetailOfAForeignKeyShowsNoEmptyOwner(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "cart:1", Owner: "svc", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
+	s.Observe([]provider.Lock{{Key: "cart:1", Foreign: true, TTL: provider.NoExpiry}}, clock.Add(-30*time.Second), 2)
+	feed(m, s)
+	press(m, "enter")
+	feed(m, s)
+	out := screen(m)
+	assert.Contains(t, out, "OWNER      none: a key of another type, not a lock")
+	assert.NotContains(t, out, `""`, "a foreign key is not held by the empty owner")
+	assert.NotContains(t, out, "this owner hold it")
+	assert.Contains(t, out, "SEEN FOR   30s")
+	assert.Regexp(t, `now +\(not a lock\)`, out)
+	assert.Regexp(t, `30s +svc`, out, "the lock it was before keeps its owner")
+}
