@@ -71,13 +71,36 @@ func (p *Page) SetLoaded() { p.pinned = false }
 
 // SetView shows v, keeping the selected key under the cursor (the top row while pinned).
 func (p *Page) SetView(v *store.View) {
+	old := p.view
 	p.view = v
 	p.table.SetSorted(v.Query.LockSort.Column, v.Query.LockSort.Reverse)
 	if p.pinned {
 		p.table.SetCursor(0)
 		p.selected.Reset()
 	}
+	p.stayIfGone(old, v)
 	p.selected.SetRows(p.table, len(v.Locks), p.keyAt, v.Index)
+}
+
+// stayIfGone keeps the cursor in its place when the selected lock was live in old and is GONE
+// in v (released with d, or expired): the lock that takes its place is selected, or the last
+// live one when it was the last, as k9s does after a delete, instead of the cursor following
+// the GONE row to the end of the table, away from the NO TTL suspects at the top.
+func (p *Page) stayIfGone(old, v *store.View) {
+	id := p.selected.ID()
+	if old == nil || id == "" {
+		return
+	}
+	i, j := old.Index(id), v.Index(id)
+	if i < 0 || j < 0 || !old.Locks[i].GoneAt.IsZero() || v.Locks[j].GoneAt.IsZero() {
+		return
+	}
+	live := 0
+	for live < len(v.Locks) && v.Locks[live].GoneAt.IsZero() {
+		live++
+	}
+	p.table.SetCursor(min(p.table.Cursor(), max(live-1, 0)))
+	p.selected.Reset()
 }
 
 func (p *Page) keyAt(i int) string { return p.view.Locks[i].Key }
