@@ -215,8 +215,8 @@ func (m *model) costLines() []string {
 	if b := m.src.Budget(); b > 0 {
 		budget = "≤ " + common.Count(b) + "/s"
 	}
-	first := fmt.Sprintf("cost: SCAN walks the whole db: %d per SCAN + 2 per lock, %s · PING 1/s",
-		source.ScanCost, budget)
+	first := fmt.Sprintf("cost: SCAN walks the whole db: %d per SCAN + %d per lock, %s · PING 1/s",
+		source.ScanCost, provider.ReadsPerKey, budget)
 	st := m.st.LastScan
 	if st.Scans == 0 {
 		return []string{first, "  last refresh: not done yet · " + m.common.Keys.Sample.Help().Key + " (sampling) costs extra"}

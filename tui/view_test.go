@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"image/color"
 	"regexp"
 	"testing"
@@ -191,4 +192,69 @@ func TestDetailOfAGoneLockShowsNoCountdown(t *testing.T) {
 	out := screen(m)
 	assert.Contains(t, out, "TTL        - (gone 3s ago: released or expired)")
 	assert.NotContains(t, out, "0.0s of a")
+}
+
+// A key of another type has no owner: its detail does not list the empty owner `""` among the
+// owners seen, nor say the console saw "this owner hold it".
+func TestDetailOfAForeignKeyShowsNoEmptyOwner(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	s.Observe([]provider.Lock{{Key: "cart:1", Owner: "svc", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
+	s.Observe([]provider.Lock{{Key: "cart:1", Foreign: true, TTL: provider.NoExpiry}}, clock.Add(-30*time.Second), 2)
+	feed(m, s)
+	press(m, "enter")
+	feed(m, s)
+	out := screen(m)
+	assert.Contains(t, out, "OWNER      none: a key of another type, not a lock")
+	assert.NotContains(t, out, `""`, "a foreign key is not held by the empty owner")
+	assert.NotContains(t, out, "this owner hold it")
+	assert.Contains(t, out, "SEEN FOR   30s")
+	assert.Regexp(t, `now +\(not a lock\)`, out)
+	assert.Regexp(t, `30s +svc`, out, "the lock it was before keeps its owner")
+}
+
+// When the selected lock goes (released with d, or expired), the cursor stays where it was, on
+// the lock that takes its place, as k9s does after a delete: it does not follow the GONE row
+// to the end of the table, where the operator would lose the NO TTL suspects at the top.
+func TestCursorStaysInPlaceWhenTheSelectedLockGoes(t *testing.T) {
+	m := newTestModel(t, Config{})
+	connected(m)
+	s := store.New()
+	var locks []provider.Lock
+	for i := range 40 {
+		ttl := time.Duration(i+1) * time.Minute
+		if i < 3 {
+			ttl = provider.NoExpiry
+		}
+		locks = append(locks, provider.Lock{Key: fmt.Sprintf("k%02d", i), Owner: "o", TTL: ttl})
+	}
+	s.Observe(locks, clock.Add(-time.Minute), 1)
+	feed(m, s)
+	press(m, "j")
+	feed(m, s)
+	e, ok := m.locks.Selected()
+	require.True(t, ok)
+	gone := e.Key
+
+	s.Absent([]string{gone}, clock.Add(-time.Second))
+	v := feed(m, s)
+	require.Equal(t, gone, v.Locks[len(v.Locks)-1].Key, "the GONE row is listed last")
+	e, ok = m.locks.Selected()
+	require.True(t, ok)
+	assert.NotEqual(t, gone, e.Key, "the cursor left the GONE row")
+	assert.Equal(t, store.StateNoTTL, e.State(clock), "it stays among the NO TTL suspects")
+
+	// The last live row going leaves the cursor on the live row above it.
+	press(m, "G")
+	feed(m, s)
+	e, _ = m.locks.Selected()
+	require.Equal(t, store.StateGone, e.State(clock), "G goes to the GONE row at the end")
+	press(m, "k")
+	feed(m, s)
+	last, _ := m.locks.Selected()
+	s.Absent([]string{last.Key}, clock.Add(-time.Second))
+	feed(m, s)
+	e, _ = m.locks.Selected()
+	assert.NotEqual(t, store.StateGone, e.State(clock), "the cursor is on a live lock")
 }

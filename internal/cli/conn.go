@@ -167,7 +167,19 @@ func lockWriters(ws ...io.Writer) []io.Writer {
 // signalError is the cause of a context cancelled by a signal.
 type signalError struct{ sig os.Signal }
 
-func (e signalError) Error() string { return "interrupted by " + e.sig.String() }
+// Error names the signal as kill(1) and the shell do ("interrupted by SIGINT"), not by Go's
+// description of it ("interrupted by interrupt").
+func (e signalError) Error() string {
+	switch e.sig {
+	case syscall.SIGINT:
+		return "interrupted by SIGINT"
+	case syscall.SIGTERM:
+		return "interrupted by SIGTERM"
+	case syscall.SIGHUP:
+		return "interrupted by SIGHUP"
+	}
+	return "interrupted by " + e.sig.String()
+}
 
 // exitCode is ExitSignalBase plus the signal's number.
 func (e signalError) exitCode() int {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/locktui/locktui/internal/glob"
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/source"
 )
 
 // lockJSON is one element of list --json.
@@ -62,9 +63,15 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 }
 
 // scanLocks reads every key under the namespace: the one call of the namespace scanner that
-// the CLI makes, so that a paced scanner replaces it here alone.
+// the CLI makes (list and the completion of keys and owners). It is paced like the console's
+// refreshes, within source.DefaultBudget units a second with a SCAN counted as the
+// source.ScanCost keys it examines (docs/console-cost.md), so that list on a database of
+// millions of keys takes longer instead of loading Redis with a burst of SCANs.
 func scanLocks(ctx context.Context, p *provider.Provider) ([]provider.Lock, error) {
-	return p.List(ctx)
+	budget := source.NewLimiter(source.DefaultBudget)
+	return p.ListWith(ctx, provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
+		return budget.Wait(ctx, scans*source.ScanCost+reads)
+	}})
 }
 
 // listFilter returns the test that list's --match, --owner and --no-ttl make of a key.

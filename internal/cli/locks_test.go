@@ -143,7 +143,7 @@ func TestAcquireWaitInterrupted(t *testing.T) {
 	sigs <- syscall.SIGINT
 	r := <-done
 	requireCode(t, r, cli.ExitSignalBase+2)
-	requireOneErrorLine(t, r, "interrupted", `"a", "b"`)
+	requireOneErrorLine(t, r, "interrupted by SIGINT while waiting for", `"a", "b"`)
 	require.Empty(t, e.holder(t, "a"), "the key taken while waiting is given back")
 	require.Equal(t, "other", e.holder(t, "b"))
 }

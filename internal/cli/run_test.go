@@ -226,7 +226,7 @@ func TestRunInterruptedWhileWaiting(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	r := runApp(t, app, "run", "k", "--timeout", "1m", "--redis", e.srv.URL, "--", "touch", marker)
 	requireCode(t, r, cli.ExitSignalBase+int(syscall.SIGINT))
-	requireOneErrorLine(t, r, "interrupted", `"k"`)
+	requireOneErrorLine(t, r, "interrupted by SIGINT while waiting for", `"k"`)
 	require.NoFileExists(t, marker)
 	require.Equal(t, "other", e.holder(t, "k"))
 }

@@ -13,7 +13,7 @@ const unknownBuild = "unknown"
 
 // buildFacts are what locktui version prints.
 type buildFacts struct {
-	version  string // module version; "(devel)" for a build from a checkout
+	version  string // module version; "(devel)" when the build stamped none (-buildvcs=false)
 	revision string // VCS revision, with " (modified)" for a dirty work tree
 	time     string // the revision's commit time
 	goVer    string

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/locktui/locktui/internal/glob"
@@ -17,8 +18,9 @@ const HolderPrefix = "holder:"
 
 // Filter selects rows by key, by owner when written with OwnerPrefix, or by holding process
 // when written with HolderPrefix. The pattern is a glob (Redis MATCH syntax: * ? [abc] [^a]
-// [a-z] \x) when it contains * ? or [, an exact match when it starts with "=", a substring
-// otherwise; all ignore case. The zero Filter matches everything.
+// [a-z] \x) when it contains * ? or [, an exact match when it starts with "=" or is written
+// quoted as the console shows keys and owners ("" is the empty owner), a substring otherwise;
+// all ignore case. The zero Filter matches everything.
 type Filter struct {
 	pattern string // lower case
 	owner   bool
@@ -39,12 +41,33 @@ func cutField(s string) (field, pattern string) {
 	return "", s
 }
 
-// ParseFilter parses what the user typed after "/".
+// unquote returns the text a pattern written as a Go-quoted string stands for: the console
+// shows keys and owners that are empty or hold spaces or control characters that way
+// (provider.Printable), so "" is the empty owner and "svc one" the owner svc one. ok is false
+// for any other pattern, which is taken as typed.
+func unquote(pattern string) (text string, ok bool) {
+	if len(pattern) < 2 || pattern[0] != '"' {
+		return "", false
+	}
+	text, err := strconv.Unquote(pattern)
+	return text, err == nil
+}
+
+// ParseFilter parses what the user typed after "/". A pattern written quoted, as the console
+// shows keys and owners that are empty or hold spaces or control characters, matches its
+// unquoted text exactly (with or without "=").
 func ParseFilter(s string) Filter {
 	field, s := cutField(s)
 	f := Filter{owner: field == OwnerPrefix, holder: field == HolderPrefix}
 	if rest, ok := strings.CutPrefix(s, "="); ok {
+		if text, quoted := unquote(rest); quoted {
+			rest = text
+		}
 		f.exact, f.pattern = true, strings.ToLower(rest)
+		return f
+	}
+	if text, quoted := unquote(s); quoted {
+		f.exact, f.pattern = true, strings.ToLower(text)
 		return f
 	}
 	f.pattern = strings.ToLower(s)
@@ -65,7 +88,7 @@ func (f Filter) Match(e *Entry) bool {
 	}
 	switch {
 	case f.owner:
-		return f.matchString(e.ownerLower)
+		return !e.Foreign && f.matchString(e.ownerLower) // a key of another type has no owner
 	case f.holder:
 		return !e.Foreign && f.matchString(e.holderLower)
 	}
@@ -90,14 +113,18 @@ func (f Filter) MatchKey(key string) bool {
 	return f.matchString(strings.ToLower(key))
 }
 
-// ExactKey returns the key a filter names exactly ("=cart:1" names "cart:1", as typed: Redis
-// keys are case-sensitive), so the console can read it at once instead of waiting for a scan.
+// ExactKey returns the key a filter names exactly (=cart:1 names "cart:1", as typed: Redis
+// keys are case-sensitive; ="with space" and "with space", quoted, name the key with space),
+// so the console can read it at once instead of waiting for a scan.
 func ExactKey(filter string) (key string, ok bool) {
 	field, s := cutField(filter)
 	if field != "" {
 		return "", false
 	}
 	key, ok = strings.CutPrefix(s, "=")
+	if text, quoted := unquote(key); quoted {
+		key, ok = text, true
+	}
 	return key, ok && key != ""
 }
 

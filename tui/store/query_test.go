@@ -194,3 +194,36 @@ func TestForeignKeyWithoutExpiryHasNoExpiry(t *testing.T) {
 	assert.Equal(t, 20*time.Second, s.Lock("hash").TTL(t0.Add(10*time.Second)))
 	assert.Equal(t, store.StateForeign, s.Lock("list").State(t0))
 }
+
+// The console shows an empty owner, and keys and owners with spaces or control characters,
+// quoted and escaped (provider.Printable); typed that way after "/", they are matched exactly,
+// so what the operator sees is what they can filter by.
+func TestQuotedFilterMatchesWhatTheConsoleShows(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{
+		lock("empty-owner", "", provider.NoExpiry),
+		lock("spaced", "svc one", time.Minute),
+		lock("escape", "svc\x1b[2J", time.Minute),
+		lock("with space", "o", time.Minute),
+		lock("plain", "svc", time.Minute),
+		{Key: "hash", Foreign: true, TTL: provider.NoExpiry}, // no owner, not the empty one
+	}, t0, 1)
+	for filter, want := range map[string][]string{
+		`owner:""`:           {"empty-owner"},
+		`owner:=""`:          {"empty-owner"},
+		`owner:"svc one"`:    {"spaced"},
+		`owner:"svc\x1b[2J"`: {"escape"},
+		`"with space"`:       {"with space"},
+		`="with space"`:      {"with space"},
+		`owner:svc`:          {"spaced", "escape", "plain"},
+		`owner:"svc`:         nil, // not a quoted string: a substring, which no owner holds
+	} {
+		v := s.Build(store.Query{Filter: filter, LockSort: store.Sort{Column: store.LockByKey}}, t0)
+		assert.ElementsMatch(t, want, keysOf(v), "filter %q", filter)
+	}
+	for filter, want := range map[string]string{`="with space"`: "with space", `"with space"`: "with space", `=plain`: "plain"} {
+		key, ok := store.ExactKey(filter)
+		assert.True(t, ok, "filter %q names one key", filter)
+		assert.Equal(t, want, key, "filter %q", filter)
+	}
+}

@@ -12,7 +12,9 @@ const maxHistory = 16
 // OwnerSpan is one owner's holding of a key, as the console saw it.
 type OwnerSpan struct {
 	Owner string
-	From  time.Time
+	// Foreign is true for a span in which the key was of another type, not a lock (Owner "").
+	Foreign bool
+	From    time.Time
 	// To is when the holding ended (zero while it lasts).
 	To time.Time
 }
@@ -98,7 +100,7 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 		e := newEntry(l.Key, l.Owner)
 		e.Deadline, e.NoTTL, e.Foreign, e.Lease, e.FirstSeen = deadline, noTTL, l.Foreign, ttl, at
 		e.setRecord(l.Record)
-		s.add(record{entry: e, scan: scan, observed: at, history: []OwnerSpan{{Owner: l.Owner, From: at}}})
+		s.add(record{entry: e, scan: scan, observed: at, history: []OwnerSpan{{Owner: l.Owner, Foreign: l.Foreign, From: at}}})
 		return
 	}
 	if at.Before(rec.observed) {
@@ -119,7 +121,7 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 		e.setRecord(l.Record)
 		rec.entry = e
 		rec.closeSpan(at)
-		rec.history = append(rec.history, OwnerSpan{Owner: l.Owner, From: at})
+		rec.history = append(rec.history, OwnerSpan{Owner: l.Owner, Foreign: l.Foreign, From: at})
 		if len(rec.history) > maxHistory {
 			rec.history = rec.history[len(rec.history)-maxHistory:]
 		}

@@ -75,9 +75,12 @@ func (p *Page) View() string {
 		if !e.Foreign {
 			lines = append(lines, p.holderLines(e, now, label)...)
 		}
+		seen := ", when this console first saw this owner hold it"
+		if e.Foreign {
+			seen = ", when this console first saw this key of another type"
+		}
 		lines = append(lines,
-			label("SEEN FOR")+common.Duration(e.SeenFor(now))+st.Dim.Render("  since "+e.FirstSeen.Format("15:04:05")+
-				", when this console first saw this owner hold it"),
+			label("SEEN FOR")+common.Duration(e.SeenFor(now))+st.Dim.Render("  since "+e.FirstSeen.Format("15:04:05")+seen),
 		)
 	} else {
 		lines = append(lines, label("STATE")+st.Dim.Render("not held"))
@@ -91,7 +94,11 @@ func (p *Page) View() string {
 		if !h.To.IsZero() {
 			span = common.Duration(h.To.Sub(h.From))
 		}
-		lines = append(lines, fmt.Sprintf("  %s  %s  %s", h.From.Format("15:04:05"), common.Fit(span, 7), provider.Printable(h.Owner)))
+		owner := provider.Printable(h.Owner)
+		if h.Foreign {
+			owner = st.Dim.Render("(not a lock)")
+		}
+		lines = append(lines, fmt.Sprintf("  %s  %s  %s", h.From.Format("15:04:05"), common.Fit(span, 7), owner))
 	}
 	if len(d.History) == 0 {
 		lines = append(lines, st.Dim.Render("  none seen"))

@@ -19,8 +19,8 @@ import (
 // Legend explains the columns of the locks table (the help screen shows it).
 const Legend = "HELD since taken (≥: seen here, no record) · WAIT waiting · CONT/s last 10s"
 
-// Page is the locks table and, under it, the selected lock's full key and owner on one line and
-// its holder on the next.
+// Page is the locks table and, under it, the selected lock's key and owner on one line (whole
+// when they fit, see selectedLine) and its holder on the next.
 // The cursor follows the selected key when the rows are re-sorted, except while the first
 // refresh is loading: then it stays on the top row, where the NO TTL suspects sort, until the
 // operator moves it.
@@ -72,6 +72,7 @@ func (p *Page) SetEmpty(text string) { p.empty = text }
 // by the watcher's status, which may arrive before the View with the scan's last locks (on a
 // Cluster, the masters' batches come in any order).
 func (p *Page) SetView(v *store.View) {
+	old := p.view
 	p.view = v
 	p.table.SetSorted(v.Query.LockSort.Column, v.Query.LockSort.Reverse)
 	if p.pinned {
@@ -79,7 +80,29 @@ func (p *Page) SetView(v *store.View) {
 		p.selected.Reset()
 		p.pinned = !v.Scanned
 	}
+	p.stayIfGone(old, v)
 	p.selected.SetRows(p.table, len(v.Locks), p.keyAt, v.Index)
+}
+
+// stayIfGone keeps the cursor in its place when the selected lock was live in old and is GONE
+// in v (released with d, or expired): the lock that takes its place is selected, or the last
+// live one when it was the last, as k9s does after a delete, instead of the cursor following
+// the GONE row to the end of the table, away from the NO TTL suspects at the top.
+func (p *Page) stayIfGone(old, v *store.View) {
+	id := p.selected.ID()
+	if old == nil || id == "" {
+		return
+	}
+	i, j := old.Index(id), v.Index(id)
+	if i < 0 || j < 0 || !old.Locks[i].GoneAt.IsZero() || v.Locks[j].GoneAt.IsZero() {
+		return
+	}
+	live := 0
+	for live < len(v.Locks) && v.Locks[live].GoneAt.IsZero() {
+		live++
+	}
+	p.table.SetCursor(min(p.table.Cursor(), max(live-1, 0)))
+	p.selected.Reset()
 }
 
 func (p *Page) keyAt(i int) string { return p.view.Locks[i].Key }
