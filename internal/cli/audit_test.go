@@ -125,9 +125,10 @@ func TestReleaseAllIsAudited(t *testing.T) {
 		e.streamAudit(t, "ops:audit"))
 }
 
-// Without --audit-log the records go where the console writes them (TestMain points
-// XDG_STATE_HOME at a scratch directory).
+// Without --audit-log the records go where the console writes them (under XDG_STATE_HOME, here
+// a scratch directory of the test's own).
 func TestAuditDefaultPath(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // a trail of its own, also under -count=N
 	e := newEnv(t)
 	require.NoError(t, e.p.Acquire(context.Background(), []string{"default-path"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 	requireCode(t, run(t, "release", "default-path", "--force", "--redis", e.srv.URL), cli.ExitOK)
