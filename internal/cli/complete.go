@@ -35,8 +35,10 @@ func (s *session) completeOwners(o *options) cobra.CompletionFunc {
 }
 
 // completeLocks returns field of every lock that starts with typed, sorted and de-duplicated.
-// When Redis cannot be read in time there is nothing to offer, and no error: a completion
-// that prints errors would write them into the user's command line.
+// A walk that completeTimeout cuts short offers what it read until then (on a large namespace
+// the paced walk cannot finish in time); when Redis cannot be read at all there is nothing to
+// offer, and no error: a completion that prints errors would write them into the user's
+// command line.
 func (s *session) completeLocks(ctx context.Context, o *options, field func(provider.Lock) string, typed string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	const directive = cobra.ShellCompDirectiveNoFileComp
 	if o.validateGlobal() != nil {
@@ -51,15 +53,17 @@ func (s *session) completeLocks(ctx context.Context, o *options, field func(prov
 		return nil, directive
 	}
 	defer c.Close()
-	locks, err := scanLocks(ctx, c.p)
-	if err != nil {
-		return nil, directive
-	}
 	var out []cobra.Completion
-	for _, l := range locks {
-		if v := field(l); !l.Foreign && v != "" && strings.HasPrefix(v, typed) {
-			out = append(out, v)
+	err = c.p.ScanWith(ctx, pacedScan(), func(batch []provider.Lock) error {
+		for _, l := range batch {
+			if v := field(l); !l.Foreign && v != "" && strings.HasPrefix(v, typed) {
+				out = append(out, v)
+			}
 		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		return nil, directive
 	}
 	slices.Sort(out)
 	return slices.Compact(out), directive

@@ -62,16 +62,20 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	return ExitOK
 }
 
-// scanLocks reads every key under the namespace: the one call of the namespace scanner that
-// the CLI makes (list and the completion of keys and owners). It is paced like the console's
-// refreshes, within source.DefaultBudget units a second with a SCAN counted as the
-// source.ScanCost keys it examines (docs/console-cost.md), so that list on a database of
-// millions of keys takes longer instead of loading Redis with a burst of SCANs.
+// scanLocks reads every key under the namespace, sorted by key, paced (pacedScan).
 func scanLocks(ctx context.Context, p *provider.Provider) ([]provider.Lock, error) {
+	return p.ListWith(ctx, pacedScan())
+}
+
+// pacedScan is how the CLI walks the namespace (list and the completion of keys and owners):
+// paced like the console's refreshes, within source.DefaultBudget units a second with a SCAN
+// counted as the source.ScanCost keys it examines (docs/console-cost.md), so that a walk of a
+// database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
+func pacedScan() provider.ScanOptions {
 	budget := source.NewLimiter(source.DefaultBudget)
-	return p.ListWith(ctx, provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
+	return provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
 		return budget.Wait(ctx, scans*source.ScanCost+reads)
-	}})
+	}}
 }
 
 // listFilter returns the test that list's --match, --owner and --no-ttl make of a key.

@@ -198,3 +198,30 @@ func TestListIsPacedLikeTheConsole(t *testing.T) {
 	require.Contains(t, r.stdout, "cart:2")
 	require.GreaterOrEqual(t, took, 1500*time.Millisecond, "list walked 40,000 keys faster than the budget allows")
 }
+
+// Tab on a namespace that the paced walk cannot finish within the completion's 2 s offers what
+// it read until then, not nothing: 3,000 locks among 60,000 other keys take over 3 s at the
+// budget's 20,000 keys a second.
+func TestCompletionOnALargeDatabaseOffersWhatItRead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pipe := e.srv.Client(t).Pipeline()
+	for i := range 3_000 {
+		pipe.Set(ctx, fmt.Sprintf("medusa_lock:cart:%d", i), "o", 0)
+	}
+	for i := range 60_000 {
+		pipe.Set(ctx, fmt.Sprintf("other:%d", i), "x", 0)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+
+	r := run(t, "__complete", "--redis", e.srv.URL, "get", "ca")
+	requireCode(t, r, cli.ExitOK)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Equal(t, ":4", lines[len(lines)-1], "the completion directive closes the output")
+	offered := lines[:len(lines)-1]
+	require.NotEmpty(t, offered, "a walk cut short by the completion's timeout offers the keys it read")
+	for _, k := range offered {
+		require.True(t, strings.HasPrefix(k, "cart:"), "offered %q", k)
+	}
+}
