@@ -107,7 +107,8 @@ type Record struct {
 }
 
 // String names the process: "medusa-worker (pid 4242 on web-1, bridge client)", with "?" for
-// what is not known (a bridge client that did not say); program and host through Printable.
+// what is not known (a bridge client that did not say); program, host and client kind through
+// Printable, since a record's fields are whatever was written to Redis.
 func (h Holder) String() string {
 	program, pid := Printable(h.Program), "pid ?"
 	if h.Program == "" {
@@ -116,7 +117,7 @@ func (h Holder) String() string {
 	if h.PID > 0 {
 		pid = "pid " + strconv.Itoa(h.PID)
 	}
-	return fmt.Sprintf("%s (%s on %s, %s client)", program, pid, Printable(h.Host), h.Client)
+	return fmt.Sprintf("%s (%s on %s, %s client)", program, pid, Printable(h.Host), Printable(h.Client))
 }
 
 // NoHolderRecord is what this project's tools say of a lock that has no holder record: stock

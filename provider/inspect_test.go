@@ -178,3 +178,12 @@ func TestPrintableQuotesWhatDoesNotPrint(t *testing.T) {
 		require.Equal(t, want, provider.Printable(in), "Printable(%q)", in)
 	}
 }
+
+// A holder record's fields are whatever was written to Redis: the process they name reaches the
+// operator's terminal (console, dialog, audit) with every field escaped.
+func TestHolderStringEscapesEveryField(t *testing.T) {
+	h := provider.Holder{Host: "web\x1b[2J", PID: 7, Program: "svc\n", Client: "go\x1b]52;c;x\a"}
+	require.Equal(t, `"svc\n" (pid 7 on "web\x1b[2J", "go\x1b]52;c;x\a" client)`, h.String())
+	require.Equal(t, "medusa-worker (pid 4242 on web-1, bridge client)",
+		provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge}.String())
+}
