@@ -44,18 +44,18 @@ func (m *model) askRelease() {
 		m.setNotice(fmt.Sprintf("%s is not a lock (not a string): locktui does not delete it", printable(e.Key)), true)
 		return
 	}
-	holder := store.NoRecordWhy
-	if e.Record != nil {
-		holder = e.Record.Holder.String() + ", held " + common.Held(e.HeldFor(m.common.Now()))
-	}
 	lines := []string{
 		"key    " + provider.Printable(e.Key),
 		"owner  " + quote(e.Owner),
-		"holder " + holder,
-		"",
-		"Deleted only if this owner still holds it (compare-and-delete).",
-		m.auditLine(),
+		"holder " + store.NoRecordWhy,
 	}
+	if e.Record != nil {
+		lines[2] = "holder " + e.Record.Holder.String()
+		lines = append(lines, "held   "+common.Held(e.HeldFor(m.common.Now())))
+	}
+	lines = append(lines, "",
+		"Deleted only if this owner still holds it (compare-and-delete).",
+		m.auditLine())
 	m.dialog.Open("Force-release this lock?", lines, releaseReq{key: e.Key, owner: e.Owner})
 }
 

@@ -22,8 +22,9 @@ const Legend = "HELD since taken (≥: seen here, no record) · WAIT waiting · 
 // Page is the locks table and, under it, the selected lock's key and owner on one line (whole
 // when they fit, see selectedLine) and its holder on the next.
 // The cursor follows the selected key when the rows are re-sorted, except while the first
-// refresh is loading: then it stays on the top row, where the NO TTL suspects sort, until the
-// operator moves it.
+// refresh is loading (then it stays on the top row, where the NO TTL suspects sort, until the
+// operator moves it) and when the selected lock goes (then it stays where it was, among the
+// live rows, instead of following the GONE row to the end: stayIfGone).
 type Page struct {
 	common   *common.Common
 	table    *table.Model
