@@ -97,37 +97,40 @@ func isRedisServer(pid int) bool {
 }
 
 // cpuUse is what a span of a run cost in CPU time beside the runners' own (which they measure
-// themselves): the bridge server's and the Redis server's (0 when not measured), and the
-// machine's, busy out of total over all cores.
+// themselves): the bridge server's and the Redis server's, and the machine's, busy out of total
+// over all cores. Each counter comes with whether it was read (a process that was not measured,
+// or whose /proc entry could not be read, is not reported; a real 0 is).
 type cpuUse struct {
-	bridge, redis time.Duration
-	busy, total   time.Duration
+	bridge, redis     time.Duration
+	busy, total       time.Duration
+	bridgeOK, redisOK bool
+	machineOK         bool
 }
 
 // cpuSample reads the counters behind cpuUse once; pids of 0 are not read.
 func cpuSample(bridgePid, redisPid int) cpuUse {
 	var s cpuUse
+	var err error
 	if bridgePid > 0 {
-		s.bridge, _ = pidCPU(bridgePid)
+		s.bridge, err = pidCPU(bridgePid)
+		s.bridgeOK = err == nil
 	}
 	if redisPid > 0 {
-		s.redis, _ = pidCPU(redisPid)
+		s.redis, err = pidCPU(redisPid)
+		s.redisOK = err == nil
 	}
-	s.busy, s.total, _ = machineCPU()
+	s.busy, s.total, err = machineCPU()
+	s.machineOK = err == nil
 	return s
 }
 
-// since is the CPU used from sample s0 to s; a counter that could not be read either time is 0.
+// since is the CPU used from sample s0 to s; a counter is read only when it was read both times.
 func (s cpuUse) since(s0 cpuUse) cpuUse {
-	diff := func(a, b time.Duration) time.Duration {
-		if a == 0 || b == 0 {
-			return 0
-		}
-		return a - b
-	}
 	return cpuUse{
-		bridge: diff(s.bridge, s0.bridge), redis: diff(s.redis, s0.redis),
-		busy: diff(s.busy, s0.busy), total: diff(s.total, s0.total),
+		bridge: s.bridge - s0.bridge, redis: s.redis - s0.redis,
+		busy: s.busy - s0.busy, total: s.total - s0.total,
+		bridgeOK: s.bridgeOK && s0.bridgeOK, redisOK: s.redisOK && s0.redisOK,
+		machineOK: s.machineOK && s0.machineOK,
 	}
 }
 
@@ -150,18 +153,18 @@ func measureCPU(ctx context.Context, bridgePid, redisPid int, at time.Time) func
 // (it serves every implementation of a mixed scenario at once).
 func (r *Result) setCPU(use cpuUse, executes int, bridge, redis bool) {
 	per1k := func(d time.Duration) *float64 {
-		if d <= 0 || executes == 0 {
+		if executes == 0 {
 			return nil
 		}
 		return ptr(round(ms(d)/float64(executes)*1000, 1))
 	}
-	if bridge {
+	if bridge && use.bridgeOK {
 		r.BridgeCPUMsPer1k = per1k(use.bridge)
 	}
-	if redis {
+	if redis && use.redisOK {
 		r.RedisCPUMsPer1k = per1k(use.redis)
 	}
-	if use.total > 0 {
+	if use.machineOK && use.total > 0 {
 		r.MachineBusy = ptr(round(float64(use.busy)/float64(use.total), 3))
 	}
 }

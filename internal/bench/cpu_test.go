@@ -58,3 +58,40 @@ func TestMachineCPUAndRedisServerCheckReadThisMachine(t *testing.T) {
 		t.Error("isRedisServer(the test's own pid) = true")
 	}
 }
+
+// setCPU charges each counter that was read per 1,000 executes, only to the rows it belongs to,
+// and the table shows "-" for a part not measured.
+func TestSetCPUChargesWhatWasMeasured(t *testing.T) {
+	use := cpuUse{bridge: 300 * time.Millisecond, redis: 0, busy: 1500 * time.Millisecond, total: 2 * time.Second,
+		bridgeOK: true, redisOK: true, machineOK: true}
+	client := 40.0
+	cases := []struct {
+		name          string
+		bridge, redis bool
+		use           cpuUse
+		cell          string
+		busy          string
+	}{
+		{"bridge row", true, true, use, "40.0 / 150 / 0.00", "75 %"},
+		{"go row", false, true, use, "40.0 / - / 0.00", "75 %"},
+		{"a row of a mixed scenario", false, false, use, "40.0", "75 %"},
+		{"nothing read", true, true, cpuUse{}, "40.0", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := Result{CPUMsPer1k: &client}
+			r.setCPU(c.use, 2000, c.bridge, c.redis)
+			if got := cpuCell(r); got != c.cell {
+				t.Errorf("cpuCell = %q, want %q", got, c.cell)
+			}
+			if got := pct(r.MachineBusy); got != c.busy {
+				t.Errorf("machine busy = %q, want %q", got, c.busy)
+			}
+		})
+	}
+	r := Result{}
+	r.setCPU(use, 2000, true, true)
+	if got := cpuCell(r); got != "- / 150 / 0.00" {
+		t.Errorf("cpuCell without the client's = %q, want \"- / 150 / 0.00\"", got)
+	}
+}

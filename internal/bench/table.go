@@ -59,18 +59,25 @@ func tableRow(r Result, ratio string) string {
 		jain += fmt.Sprintf(" / %.2f", *r.FairnessProcesses)
 	}
 	cells = append(cells, jain, pct(r.Share), fmt.Sprint(r.Overlaps))
-	cpu := numPtr(r.CPUMsPer1k)
-	if r.BridgeCPUMsPer1k != nil {
-		cpu += " / " + numPtr(r.BridgeCPUMsPer1k)
-	}
-	if r.RedisCPUMsPer1k != nil {
-		if r.BridgeCPUMsPer1k == nil {
-			cpu += " / -"
-		}
-		cpu += " / " + numPtr(r.RedisCPUMsPer1k)
-	}
+	cpu := cpuCell(r)
 	cells = append(cells, cpu, pct(r.MachineBusy), ratio)
 	return "| " + strings.Join(cells, " | ") + " |\n"
+}
+
+// cpuCell is "client / bridge / Redis" CPU per 1,000 executes, "-" for a part not measured
+// (the bridge's outside bridge rows, Redis's on the rows of one implementation of a mixed
+// scenario); just the client's when it alone was measured.
+func cpuCell(r Result) string {
+	if r.BridgeCPUMsPer1k == nil && r.RedisCPUMsPer1k == nil {
+		return numPtr(r.CPUMsPer1k)
+	}
+	part := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return num(*v)
+	}
+	return part(r.CPUMsPer1k) + " / " + part(r.BridgeCPUMsPer1k) + " / " + part(r.RedisCPUMsPer1k)
 }
 
 func ratioCell(m map[string]*float64, key, suffix string) string {
