@@ -56,37 +56,48 @@ func parseStatCPU(stat string) (time.Duration, error) {
 	return time.Duration(ticks) * time.Second / clockTicks, nil
 }
 
-// machineCPU reads the first line of /proc/stat: the CPU time of every core together, and the
-// part of it spent busy (all but idle and iowait).
-func machineCPU() (busy, total time.Duration, err error) {
+// machineTimes is the CPU time of every core together, from /proc/stat: what this machine ran
+// (busy), what the hypervisor gave to other machines while this one wanted to run (steal), and
+// the whole.
+type machineTimes struct{ busy, steal, total time.Duration }
+
+// machineCPU reads the first line of /proc/stat.
+func machineCPU() (machineTimes, error) {
 	data, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, 0, err
+		return machineTimes{}, err
 	}
 	return parseMachineCPU(string(data))
 }
 
-// parseMachineCPU extracts busy and total time from /proc/stat's "cpu" line (user nice system
-// idle iowait irq softirq steal …, in clock ticks).
-func parseMachineCPU(stat string) (busy, total time.Duration, err error) {
+// parseMachineCPU reads /proc/stat's "cpu" line (user nice system idle iowait irq softirq steal
+// guest guest_nice, in clock ticks; guest time is already counted in user): busy is all but
+// idle, iowait and steal.
+func parseMachineCPU(stat string) (machineTimes, error) {
 	line, _, _ := strings.Cut(stat, "\n")
 	fields := strings.Fields(line)
 	if len(fields) < 6 || fields[0] != "cpu" {
-		return 0, 0, fmt.Errorf("bench: unexpected /proc/stat line %q", line)
+		return machineTimes{}, fmt.Errorf("bench: unexpected /proc/stat line %q", line)
 	}
-	var ticks, idle int64
-	for i, f := range fields[1:min(len(fields), 9)] { // guest time is already in user
+	var ticks [8]int64
+	for i, f := range fields[1:min(len(fields), 9)] {
 		n, err := strconv.ParseInt(f, 10, 64)
 		if err != nil {
-			return 0, 0, fmt.Errorf("bench: /proc/stat field %q: %w", f, err)
+			return machineTimes{}, fmt.Errorf("bench: /proc/stat field %q: %w", f, err)
 		}
-		ticks += n
-		if i == 3 || i == 4 { // idle, iowait
-			idle += n
-		}
+		ticks[i] = n
 	}
+	var total int64
+	for _, n := range ticks {
+		total += n
+	}
+	const idle, iowait, steal = 3, 4, 7
 	tick := time.Second / clockTicks
-	return time.Duration(ticks-idle) * tick, time.Duration(ticks) * tick, nil
+	return machineTimes{
+		busy:  time.Duration(total-ticks[idle]-ticks[iowait]-ticks[steal]) * tick,
+		steal: time.Duration(ticks[steal]) * tick,
+		total: time.Duration(total) * tick,
+	}, nil
 }
 
 // isRedisServer reports whether pid is a redis-server process on this machine (the server a run
@@ -102,7 +113,7 @@ func isRedisServer(pid int) bool {
 // or whose /proc entry could not be read, is not reported; a real 0 is).
 type cpuUse struct {
 	bridge, redis     time.Duration
-	busy, total       time.Duration
+	machine           machineTimes
 	bridgeOK, redisOK bool
 	machineOK         bool
 }
@@ -119,7 +130,7 @@ func cpuSample(bridgePid, redisPid int) cpuUse {
 		s.redis, err = pidCPU(redisPid)
 		s.redisOK = err == nil
 	}
-	s.busy, s.total, err = machineCPU()
+	s.machine, err = machineCPU()
 	s.machineOK = err == nil
 	return s
 }
@@ -128,7 +139,11 @@ func cpuSample(bridgePid, redisPid int) cpuUse {
 func (s cpuUse) since(s0 cpuUse) cpuUse {
 	return cpuUse{
 		bridge: s.bridge - s0.bridge, redis: s.redis - s0.redis,
-		busy: s.busy - s0.busy, total: s.total - s0.total,
+		machine: machineTimes{
+			busy:  s.machine.busy - s0.machine.busy,
+			steal: s.machine.steal - s0.machine.steal,
+			total: s.machine.total - s0.machine.total,
+		},
 		bridgeOK: s.bridgeOK && s0.bridgeOK, redisOK: s.redisOK && s0.redisOK,
 		machineOK: s.machineOK && s0.machineOK,
 	}
@@ -164,7 +179,8 @@ func (r *Result) setCPU(use cpuUse, executes int, bridge, redis bool) {
 	if redis && use.redisOK {
 		r.RedisCPUMsPer1k = per1k(use.redis)
 	}
-	if use.machineOK && use.total > 0 {
-		r.MachineBusy = ptr(round(float64(use.busy)/float64(use.total), 3))
+	if m := use.machine; use.machineOK && m.total > 0 {
+		r.MachineBusy = ptr(round(float64(m.busy)/float64(m.total-m.steal), 3))
+		r.MachineSteal = ptr(round(float64(m.steal)/float64(m.total), 3))
 	}
 }

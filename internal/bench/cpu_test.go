@@ -35,24 +35,24 @@ func TestPidCPUReadsThisProcess(t *testing.T) {
 	}
 }
 
-func TestParseMachineCPUCountsIdleAndIowaitAsNotBusy(t *testing.T) {
+func TestParseMachineCPUTellsBusyFromIdleAndSteal(t *testing.T) {
 	// user nice system idle iowait irq softirq steal guest guest_nice, in ticks of 10 ms
-	busy, total, err := parseMachineCPU("cpu  100 20 30 400 50 6 4 0 99 99\ncpu0 1 2 3 4 5 6 7 8\n")
+	got, err := parseMachineCPU("cpu  100 20 30 400 50 6 4 90 99 99\ncpu0 1 2 3 4 5 6 7 8\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wantBusy, wantTotal := 1600*time.Millisecond, 6100*time.Millisecond; busy != wantBusy || total != wantTotal {
-		t.Errorf("parseMachineCPU = %v busy of %v, want %v of %v", busy, total, wantBusy, wantTotal)
+	if want := (machineTimes{busy: 1600 * time.Millisecond, steal: 900 * time.Millisecond, total: 7000 * time.Millisecond}); got != want {
+		t.Errorf("parseMachineCPU = %+v, want %+v", got, want)
 	}
-	if _, _, err := parseMachineCPU("intr 1 2 3\n"); err == nil {
+	if _, err := parseMachineCPU("intr 1 2 3\n"); err == nil {
 		t.Error("parseMachineCPU(intr line) did not fail")
 	}
 }
 
 func TestMachineCPUAndRedisServerCheckReadThisMachine(t *testing.T) {
-	busy, total, err := machineCPU()
-	if err != nil || total <= 0 || busy > total {
-		t.Fatalf("machineCPU() = %v, %v, %v", busy, total, err)
+	m, err := machineCPU()
+	if err != nil || m.total <= 0 || m.busy+m.steal > m.total {
+		t.Fatalf("machineCPU() = %+v, %v", m, err)
 	}
 	if isRedisServer(os.Getpid()) {
 		t.Error("isRedisServer(the test's own pid) = true")
@@ -62,7 +62,8 @@ func TestMachineCPUAndRedisServerCheckReadThisMachine(t *testing.T) {
 // setCPU charges each counter that was read per 1,000 executes, only to the rows it belongs to,
 // and the table shows "-" for a part not measured.
 func TestSetCPUChargesWhatWasMeasured(t *testing.T) {
-	use := cpuUse{bridge: 300 * time.Millisecond, redis: 0, busy: 1500 * time.Millisecond, total: 2 * time.Second,
+	use := cpuUse{bridge: 300 * time.Millisecond, redis: 0,
+		machine:  machineTimes{busy: 1500 * time.Millisecond, steal: 400 * time.Millisecond, total: 2400 * time.Millisecond},
 		bridgeOK: true, redisOK: true, machineOK: true}
 	client := 40.0
 	cases := []struct {
@@ -72,9 +73,9 @@ func TestSetCPUChargesWhatWasMeasured(t *testing.T) {
 		cell          string
 		busy          string
 	}{
-		{"bridge row", true, true, use, "40.0 / 150 / 0.00", "75 %"},
-		{"go row", false, true, use, "40.0 / - / 0.00", "75 %"},
-		{"a row of a mixed scenario", false, false, use, "40.0", "75 %"},
+		{"bridge row", true, true, use, "40.0 / 150 / 0.00", "75 % / 17 %"},
+		{"go row", false, true, use, "40.0 / - / 0.00", "75 % / 17 %"},
+		{"a row of a mixed scenario", false, false, use, "40.0", "75 % / 17 %"},
 		{"nothing read", true, true, cpuUse{}, "40.0", ""},
 	}
 	for _, c := range cases {
@@ -84,7 +85,7 @@ func TestSetCPUChargesWhatWasMeasured(t *testing.T) {
 			if got := cpuCell(r); got != c.cell {
 				t.Errorf("cpuCell = %q, want %q", got, c.cell)
 			}
-			if got := pct(r.MachineBusy); got != c.busy {
+			if got := machineCell(r); got != c.busy {
 				t.Errorf("machine busy = %q, want %q", got, c.busy)
 			}
 		})

@@ -33,7 +33,8 @@ var MetricsDoc = map[string]string{
 	"cpu_ms_per_1k_executes":        "the runner processes' CPU time (user + system: getrusage for Go, process.cpuUsage() for Node) from the window's opening to the end of the drain, per 1,000 execute calls made in the window (successful, timed out or failed); the in-process Go runner's is the bench process's",
 	"bridge_cpu_ms_per_1k_executes": "bridge: the bridge server's CPU time (utime + stime from /proc/<pid>/stat, 10 ms steps) over the same span, per 1,000 executes of the bridge clients it served",
 	"redis_cpu_ms_per_1k_executes":  "the Redis server's CPU time (from /proc/<pid>/stat, the pid from INFO server; left out when the server is not on this machine, and on the cluster, whose three servers are not measured) over the same span, per 1,000 executes; in a mixed multi-process scenario only on the all row, since one server serves every implementation",
-	"machine_busy":                  "the share of the machine's CPU time (every core, from /proc/stat) that was busy over the same span: near 1.0 the run was bound by the CPU the runners, the bridge and Redis share, and then a rate can only rise by spending less CPU per execute",
+	"machine_busy":                  "the share of the CPU time the machine had (every core, from /proc/stat, less steal) that it spent busy over the same span: near 1.0 the run was bound by the CPU the runners, the bridge and Redis share, and then a rate can only rise by spending less CPU per execute",
+	"machine_steal":                 "the share of the machine's CPU time over the same span that the hypervisor gave to other machines while this one wanted to run (steal in /proc/stat): the noise of a shared virtual machine; runs with different steal are not comparable, ratios inside one scenario's adjacent runs are less affected",
 	"multi_ratios":                  "multi_<impl>: <impl>_over_stock divides critical sections/s (and wait_p50/p99/p99_with_timeouts) by multi_stock's; multi_<impl>_stock: <impl>_over_stock compares critical sections/s per process of <impl> and of stock in the same run, stock_over_all_stock divides stock's per process by multi_stock's per process (target: at least 0.5)",
 	"cluster":                       "cluster_<scenario>: the scenario on a local Redis Cluster of 3 masters (redis-server in cluster mode on free loopback ports, slots split evenly), Go provider in-process on a go-redis cluster client, and the bridge client through a bridge of its own on the cluster (the harness's counter is an ioredis Redis.Cluster there); <impl>_over_<impl>_standalone divides the throughput by the same scenario's on the single server in the same run; cluster_notes say why stock is not run there",
 	"environment_noise":             "a shared 2-core machine is noisy: compare ratios from one run, not absolute numbers across runs",
@@ -88,11 +89,13 @@ type Result struct {
 
 	// CPUMsPer1k is the runner processes' CPU time per 1,000 executes (window and drain);
 	// BridgeCPUMsPer1k the bridge server's, for the bridge; RedisCPUMsPer1k the Redis
-	// server's; MachineBusy the share of the machine's CPU time that was busy meanwhile.
+	// server's; MachineBusy the share of the CPU time the machine had that it spent busy
+	// meanwhile, MachineSteal the share the hypervisor took (see MetricsDoc).
 	CPUMsPer1k       *float64 `json:"cpu_ms_per_1k_executes,omitempty"`
 	BridgeCPUMsPer1k *float64 `json:"bridge_cpu_ms_per_1k_executes,omitempty"`
 	RedisCPUMsPer1k  *float64 `json:"redis_cpu_ms_per_1k_executes,omitempty"`
 	MachineBusy      *float64 `json:"machine_busy,omitempty"`
+	MachineSteal     *float64 `json:"machine_steal,omitempty"`
 	// StartLateMs is how late the latest of its processes opened its window (0: together).
 	StartLateMs float64 `json:"start_late_ms,omitempty"`
 

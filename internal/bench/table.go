@@ -11,7 +11,7 @@ import (
 // the ratio to stock from the same run.
 func WriteTable(w io.Writer, rep *Report) error {
 	var b strings.Builder
-	b.WriteString("| scenario | impl | procs × workers | rate | of ideal | lock busy | wait p50 / p99 / max ms | p99 with timeouts ms | timeouts | same-worker hand-offs | Jain workers / procs | share | overlaps | CPU ms per 1k executes (client / bridge / Redis) | machine busy | × stock |\n")
+	b.WriteString("| scenario | impl | procs × workers | rate | of ideal | lock busy | wait p50 / p99 / max ms | p99 with timeouts ms | timeouts | same-worker hand-offs | Jain workers / procs | share | overlaps | CPU ms per 1k executes (client / bridge / Redis) | machine busy / steal | × stock |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Scenarios {
 		b.WriteString(tableRow(r, ratioCell(rep.Ratios[r.Name], r.Impl+"_over_stock", "")))
@@ -60,7 +60,7 @@ func tableRow(r Result, ratio string) string {
 	}
 	cells = append(cells, jain, pct(r.Share), fmt.Sprint(r.Overlaps))
 	cpu := cpuCell(r)
-	cells = append(cells, cpu, pct(r.MachineBusy), ratio)
+	cells = append(cells, cpu, machineCell(r), ratio)
 	return "| " + strings.Join(cells, " | ") + " |\n"
 }
 
@@ -78,6 +78,14 @@ func cpuCell(r Result) string {
 		return num(*v)
 	}
 	return part(r.CPUMsPer1k) + " / " + part(r.BridgeCPUMsPer1k) + " / " + part(r.RedisCPUMsPer1k)
+}
+
+// machineCell is "busy / steal" of the machine over the run (see MetricsDoc).
+func machineCell(r Result) string {
+	if r.MachineSteal == nil {
+		return pct(r.MachineBusy)
+	}
+	return pct(r.MachineBusy) + " / " + pct(r.MachineSteal)
 }
 
 func ratioCell(m map[string]*float64, key, suffix string) string {
