@@ -375,7 +375,14 @@ func makeSpec(cfg Config, sc Scenario, impl string) Spec {
 // namespace is fixed when it starts (a bridge server) uses this in its Setup.
 func Namespace(impl string) string { return namespacePrefix + impl + ":" }
 
-// problems lists what makes a result wrong (not slow).
+// maxLockBusy is the most of a window one key can be held: each hold is measured inside the
+// lock's own tenure (from the job's start to its end, the release after it), so the holds of
+// one key never add up to more than the window; the margin is for the hold mean being taken
+// over the drain's executes too.
+const maxLockBusy = 1.02
+
+// problems lists what makes a result wrong (not slow): overlaps seen by either detector, holds
+// that add up to more than the window, failed executes, no execute at all.
 func problems(r Result) []string {
 	var out []string
 	if r.Overlaps > 0 {
@@ -383,6 +390,9 @@ func problems(r Result) []string {
 	}
 	if r.RedisMaxInCS != nil && *r.RedisMaxInCS > 1 {
 		out = append(out, fmt.Sprintf("%s/%s: Redis counter reached %d inside the critical section", r.Name, r.Impl, *r.RedisMaxInCS))
+	}
+	if r.LockBusy != nil && *r.LockBusy > maxLockBusy {
+		out = append(out, fmt.Sprintf("%s/%s: the key was held %.0f %% of the window: holds that overlap, or a miscount", r.Name, r.Impl, *r.LockBusy*100))
 	}
 	if r.Errors > 0 {
 		out = append(out, fmt.Sprintf("%s/%s: %d failed executes, first: %s", r.Name, r.Impl, r.Errors, r.FirstError))
