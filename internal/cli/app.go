@@ -68,6 +68,10 @@ type App struct {
 	Stdout io.Writer
 	// Stderr receives errors, warnings and usage errors.
 	Stderr io.Writer
+	// Progress, when set, receives list's progress line on a large database (see
+	// walkProgress); by default it goes to stderr when stderr is a terminal, and nowhere
+	// otherwise.
+	Progress io.Writer
 	// Getenv reads REDIS_URL.
 	Getenv func(string) string
 	// Signals, when set, replaces the subscription to SIGINT, SIGTERM and SIGHUP that

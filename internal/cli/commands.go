@@ -142,7 +142,7 @@ the namespace that are not locks (another Redis type) are marked foreign. The fi
 
 The namespace is read as the console reads it, paced to 20,000 keys examined a second (SCAN
 walks the whole database), so list never loads Redis with a burst: on a database of 1,000,000
-keys it takes about 50 seconds.
+keys it takes about 50 seconds, and on a terminal a line on stderr says how far it has come.
 
 --json prints one JSON array of {"key", "redis_key", "owner", "ttl_ms", "holder"} objects (key
 without the namespace; ttl_ms -1 for a key that never expires; holder the lock's holder record,

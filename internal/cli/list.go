@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -45,7 +46,9 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(err)
 	}
 	defer c.Close()
-	locks, err := scanLocks(ctx, c.p)
+	progress := s.walkProgress(ctx, c.client)
+	locks, err := scanLocks(ctx, c.p, progress.examined)
+	progress.done()
 	if err != nil {
 		return s.fail(err)
 	}
@@ -62,18 +65,25 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	return ExitOK
 }
 
-// scanLocks reads every key under the namespace, sorted by key, paced (pacedScan).
-func scanLocks(ctx context.Context, p *provider.Provider) ([]provider.Lock, error) {
-	return p.ListWith(ctx, pacedScan())
+// scanLocks reads every key under the namespace, sorted by key, paced (pacedScan); examined,
+// if not nil, is told how far the walk has come (see pacedScan).
+func scanLocks(ctx context.Context, p *provider.Provider, examined func(keys int64)) ([]provider.Lock, error) {
+	return p.ListWith(ctx, pacedScan(examined))
 }
 
 // pacedScan is how the CLI walks the namespace (list and the completion of keys and owners):
 // paced like the console's refreshes, within source.DefaultBudget units a second with a SCAN
 // counted as the source.ScanCost keys it examines (docs/console-cost.md), so that a walk of a
 // database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
-func pacedScan() provider.ScanOptions {
+// examined, if not nil, is called before each round trip with about how many keys of the
+// database the walk's SCANs will have examined (concurrently for the masters of a Cluster).
+func pacedScan(examined func(keys int64)) provider.ScanOptions {
 	budget := source.NewLimiter(source.DefaultBudget)
+	var n atomic.Int64
 	return provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
+		if examined != nil {
+			examined(n.Add(int64(scans * provider.ScanCount)))
+		}
 		return budget.Wait(ctx, scans*source.ScanCost+reads)
 	}}
 }

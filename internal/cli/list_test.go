@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -192,11 +193,20 @@ func TestListIsPacedLikeTheConsole(t *testing.T) {
 	require.NoError(t, err)
 
 	start := time.Now()
-	r := run(t, "list", "--redis", e.srv.URL)
+	var progress bytes.Buffer
+	app := newApp(nil, nil)
+	app.Progress = &progress
+	r := runApp(t, app, "list", "--redis", e.srv.URL)
 	took := time.Since(start)
 	requireCode(t, r, cli.ExitOK)
 	require.Contains(t, r.stdout, "cart:2")
 	require.GreaterOrEqual(t, took, 1500*time.Millisecond, "list walked 40,000 keys faster than the budget allows")
+
+	// A walk that lasts over a second says how far it has come, on one line it rewrites and
+	// clears before the list is printed; stdout and stderr get none of it.
+	require.Regexp(t, `^\rlocktui: listing: scanned ~[0-9,]+ of 40,0[0-9]{2} keys \([0-9]+%\)\x1b\[K`, progress.String())
+	require.True(t, strings.HasSuffix(progress.String(), "\r\x1b[K"), "the progress line is cleared: %q", progress.String())
+	require.NotContains(t, r.stdout+r.stderr, "listing:")
 }
 
 // Tab on a namespace that the paced walk cannot finish within the completion's 2 s offers what
