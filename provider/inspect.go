@@ -26,10 +26,9 @@ type Lock struct {
 	// Foreign is true for a key under the namespace that is not a lock (not a string).
 	Foreign bool
 	// Record is the lock's holder record: nil when the lock has none (taken by stock Medusa,
-	// or by a version of this project that wrote none) or has one of another owner. Only the
-	// owner is compared: a record that a stock release left behind is taken for the lock's when
-	// a stock process takes the key again under the same owner id before the record expires
-	// (HolderRecord also compares the expiry; docs/fencing.md).
+	// or by a version of this project that wrote none), or has one of another owner or of
+	// another expiry: one that a stock release left behind before a stock process took the key
+	// again under the same owner id (recordFits; docs/fencing.md).
 	Record *Record
 }
 
