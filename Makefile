@@ -24,8 +24,11 @@ node-check:
 	@command -v node >/dev/null 2>&1 && command -v $(NPM) >/dev/null 2>&1 || \
 		{ echo "make: node and $(NPM) are needed on PATH: install Node.js 20 or newer with npm (see Two commands in README.md)" >&2; exit 1; }
 
+# The recipe's echo goes to stderr too: `make bench > bench.json` must get the JSON alone, also
+# on the first run, when node_modules is installed on the way.
 compat/node_modules/.package-lock.json: compat/package.json compat/package-lock.json
-	cd compat && $(NPM) ci --no-audit --no-fund >&2
+	@echo "cd compat && $(NPM) ci --no-audit --no-fund" >&2
+	@cd compat && $(NPM) ci --no-audit --no-fund >&2
 
 go-test:
 	$(GO) test -race -count=1 ./...
