@@ -174,7 +174,8 @@ func TestReadReportsFoundAndAbsent(t *testing.T) {
 }
 
 func TestPrintableQuotesWhatDoesNotPrint(t *testing.T) {
-	for in, want := range map[string]string{"worker-1": "worker-1", "": `""`, "a b": `"a b"`, "x\x1b[2J": `"x\x1b[2J"`} {
+	for in, want := range map[string]string{"worker-1": "worker-1", "": `""`, "a b": `"a b"`, "x\x1b[2J": `"x\x1b[2J"`,
+		`"x"`: `"\"x\""`, `a"b`: `a"b`} {
 		require.Equal(t, want, provider.Printable(in), "Printable(%q)", in)
 	}
 }

@@ -206,17 +206,20 @@ func TestQuotedFilterMatchesWhatTheConsoleShows(t *testing.T) {
 		lock("escape", "svc\x1b[2J", time.Minute),
 		lock("with space", "o", time.Minute),
 		lock("plain", "svc", time.Minute),
+		lock(`"quoted"`, "o", time.Minute),                   // shown as "\"quoted\"", so the filter reads it back
 		{Key: "hash", Foreign: true, TTL: provider.NoExpiry}, // no owner, not the empty one
 	}, t0, 1)
 	for filter, want := range map[string][]string{
-		`owner:""`:           {"empty-owner"},
-		`owner:=""`:          {"empty-owner"},
-		`owner:"svc one"`:    {"spaced"},
-		`owner:"svc\x1b[2J"`: {"escape"},
-		`"with space"`:       {"with space"},
-		`="with space"`:      {"with space"},
-		`owner:svc`:          {"spaced", "escape", "plain"},
-		`owner:"svc`:         nil, // not a quoted string: a substring, which no owner holds
+		`owner:""`:                     {"empty-owner"},
+		`owner:=""`:                    {"empty-owner"},
+		`owner:"svc one"`:              {"spaced"},
+		`owner:"svc\x1b[2J"`:           {"escape"},
+		`"with space"`:                 {"with space"},
+		`="with space"`:                {"with space"},
+		`owner:svc`:                    {"spaced", "escape", "plain"},
+		`owner:"svc`:                   nil, // not a quoted string: a substring, which no owner holds
+		provider.Printable(`"quoted"`): {`"quoted"`},
+		`"quoted"`:                     nil, // the key quoted stands for quoted, which is no key
 	} {
 		v := s.Build(store.Query{Filter: filter, LockSort: store.Sort{Column: store.LockByKey}}, t0)
 		assert.ElementsMatch(t, want, keysOf(v), "filter %q", filter)
