@@ -84,7 +84,7 @@ func (m *model) toggleSampling() tea.Cmd {
 	}
 	m.sampler = m.src.NewSampler(keys)
 	m.sampleRun = m.watch.Sample(m.sampler)
-	m.setNotice(fmt.Sprintf("sampling %d keys for %s: +%d commands/s", len(m.sampler.Keys()),
+	m.setNotice(fmt.Sprintf("sampling %s for %s: +%d commands/s", plural(len(m.sampler.Keys()), "key", "keys"),
 		source.SampleFor, m.sampler.Cost()), false)
 	return nil
 }

@@ -63,7 +63,7 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	}
 	err = c.p.Acquire(actx, keys, opts)
 	if se, ok := interrupted(actx); ok && err != nil {
-		s.errorf("%s while waiting for %s; gave back the keys this call took", se, quoteKeys(keys))
+		s.errorf("%s while waiting for %s; any key this call took was given back", se, quoteKeys(keys))
 		return se.exitCode()
 	}
 	if ctx.Err() != nil && err != nil {
