@@ -46,7 +46,7 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(err)
 	}
 	defer c.Close()
-	progress := s.walkProgress(ctx, c.client)
+	progress := s.walkProgress(c.client)
 	locks, err := scanLocks(ctx, c.p, progress.examined)
 	progress.done()
 	if err != nil {
@@ -67,7 +67,7 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 
 // scanLocks reads every key under the namespace, sorted by key, paced (pacedScan); examined,
 // if not nil, is told how far the walk has come (see pacedScan).
-func scanLocks(ctx context.Context, p *provider.Provider, examined func(keys int64)) ([]provider.Lock, error) {
+func scanLocks(ctx context.Context, p *provider.Provider, examined func(ctx context.Context, keys int64)) ([]provider.Lock, error) {
 	return p.ListWith(ctx, pacedScan(examined))
 }
 
@@ -77,12 +77,12 @@ func scanLocks(ctx context.Context, p *provider.Provider, examined func(keys int
 // database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
 // examined, if not nil, is called before each round trip with about how many keys of the
 // database the walk's SCANs will have examined (concurrently for the masters of a Cluster).
-func pacedScan(examined func(keys int64)) provider.ScanOptions {
+func pacedScan(examined func(ctx context.Context, keys int64)) provider.ScanOptions {
 	budget := source.NewLimiter(source.DefaultBudget)
 	var n atomic.Int64
 	return provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
 		if examined != nil {
-			examined(n.Add(int64(scans * provider.ScanCount)))
+			examined(ctx, n.Add(int64(scans*provider.ScanCount)))
 		}
 		return budget.Wait(ctx, scans*source.ScanCost+reads)
 	}}

@@ -27,7 +27,6 @@ const (
 type walkProgress struct {
 	w      io.Writer // nil: no progress is shown
 	client redis.UniversalClient
-	ctx    context.Context
 	start  time.Time
 	now    func() time.Time
 
@@ -38,8 +37,8 @@ type walkProgress struct {
 }
 
 // walkProgress returns the progress of a walk that starts now with client.
-func (s *session) walkProgress(ctx context.Context, client redis.UniversalClient) *walkProgress {
-	return &walkProgress{w: s.progressWriter(), client: client, ctx: ctx, start: time.Now(), now: time.Now}
+func (s *session) walkProgress(client redis.UniversalClient) *walkProgress {
+	return &walkProgress{w: s.progressWriter(), client: client, start: time.Now(), now: time.Now}
 }
 
 // progressWriter is where progress goes: App.Progress, else stderr when it is a terminal, else
@@ -61,7 +60,7 @@ func (s *session) progressWriter() io.Writer {
 }
 
 // examined is scanLocks' callback: the walk's SCANs have examined about keys keys.
-func (p *walkProgress) examined(keys int64) {
+func (p *walkProgress) examined(ctx context.Context, keys int64) {
 	if p.w == nil {
 		return
 	}
@@ -72,7 +71,7 @@ func (p *walkProgress) examined(keys int64) {
 		return
 	}
 	if p.total == 0 {
-		if n, err := p.client.DBSize(p.ctx).Result(); err == nil {
+		if n, err := p.client.DBSize(ctx).Result(); err == nil {
 			p.total = n
 		}
 	}
