@@ -96,3 +96,16 @@ func TestSetCPUChargesWhatWasMeasured(t *testing.T) {
 		t.Errorf("cpuCell without the client's = %q, want \"- / 150 / 0.00\"", got)
 	}
 }
+
+// The Redis server's CPU is read only when its URL is a loopback address: a remote server's
+// process id may be a local process's.
+func TestOnlyALoopbackRedisIsOnThisMachine(t *testing.T) {
+	for url, want := range map[string]bool{
+		"redis://127.0.0.1:6390": true, "redis://localhost:6390/0": true, "redis://[::1]:6390": true,
+		"redis://10.0.0.5:6379": false, "redis://redis.internal:6379": false, "not a url": false,
+	} {
+		if got := onThisMachine(url); got != want {
+			t.Errorf("onThisMachine(%q) = %v, want %v", url, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/redisconn"
 )
@@ -434,8 +437,27 @@ func resetCounter(ctx context.Context, url, key string) error {
 	return nil
 }
 
-// redisServer reads redis_version and, when the server runs on this machine, its process id
-// (0 otherwise) from INFO server.
+// onThisMachine reports whether a Redis URL names a loopback address, where the server's process
+// id (INFO server's process_id) is a process of this machine.
+func onThisMachine(url string) bool {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(opts.Addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// redisServer reads redis_version and, when the server runs on this machine (a loopback
+// address, and a redis-server process of that id), its process id (0 otherwise) from INFO
+// server.
 func redisServer(ctx context.Context, url string) (version string, pid int, err error) {
 	c, err := redisconn.Open(url, redisconn.TLSFiles{})
 	if err != nil {
@@ -452,7 +474,7 @@ func redisServer(ctx context.Context, url string) (version string, pid int, err 
 			version = v
 		}
 		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
-			if n, err := strconv.Atoi(v); err == nil && isRedisServer(n) {
+			if n, err := strconv.Atoi(v); err == nil && onThisMachine(url) && isRedisServer(n) {
 				pid = n
 			}
 		}
