@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
@@ -66,7 +67,7 @@ func BenchmarkRefresh100k(b *testing.B) {
 	b.ReportMetric(perRefresh, "cmds/refresh")
 	b.ReportMetric(float64(trips)/float64(b.N), "roundtrips/refresh")
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/refresh")
-	b.ReportMetric(float64(cost)/float64(b.N)/source.DefaultBudget, "s/refresh@budget")
+	b.ReportMetric(float64(cost)/float64(b.N)/budget.Default, "s/refresh@budget")
 }
 
 // benchStore is a store of 100,000 locks across 1,000 owners, some without TTL, some contended;

@@ -13,9 +13,9 @@ import (
 
 	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/events"
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
-	"github.com/locktui/locktui/tui/source"
 )
 
 // Defaults of Config.
@@ -63,7 +63,7 @@ type Config struct {
 	// DefaultKeyspacePoll (5 min).
 	KeyspacePoll time.Duration
 	// Budget caps the cost per second of refreshes and targeted reads (docs/console-cost.md).
-	// Default source.DefaultBudget (20,000); negative means unlimited.
+	// Default budget.Default (20,000); negative means unlimited.
 	Budget int
 	// Events delivers lock events (for contention). nil: Run subscribes to the namespace's
 	// channel itself (events.Subscribe) unless NoEvents is set.
@@ -92,7 +92,7 @@ func (c Config) withDefaults() Config {
 		c.KeyspacePoll = DefaultKeyspacePoll
 	}
 	if c.Budget == 0 {
-		c.Budget = source.DefaultBudget
+		c.Budget = budget.Default
 	}
 	if c.Operator == "" {
 		c.Operator = audit.Operator()

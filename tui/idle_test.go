@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/tui/source"
 )
@@ -24,7 +25,7 @@ func consoleCalls(t testing.TB, client *redis.Client) (cmds, cost int64) {
 	calls, err := source.New(source.Options{Client: client}).CommandCalls(t.Context())
 	require.NoError(t, err)
 	cmds = calls.Total() - calls["info"]
-	return cmds, cmds + calls["scan"]*(source.ScanCost-1)
+	return cmds, cmds + calls["scan"]*(budget.ScanCost-1)
 }
 
 // awaitRefreshes waits up to within until the console finished n full refreshes.
@@ -119,7 +120,7 @@ func TestIdleCommandCountOverAWindow(t *testing.T) {
 		// handful. Polling 2,000 locks once a second would send ~4,000 a second.
 		{name: "notifications", args: notifyArgs, mode: "keyspace events + rescan", bound: 30},
 		// Polling re-reads 2,000 locks (4,000 commands) once a second, within the budget.
-		{name: "polling", mode: "poll 1s", bound: int64(source.DefaultBudget*window/time.Second) * 11 / 10,
+		{name: "polling", mode: "poll 1s", bound: int64(budget.Default*window/time.Second) * 11 / 10,
 			atLeast: 2 * locks},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/help"
@@ -211,12 +212,12 @@ func (m *model) refreshMode() string {
 // costs (SCAN walks the whole database and counts as the keys it examines) and what the last
 // one cost.
 func (m *model) costLines() []string {
-	budget := "no budget"
+	limit := "no budget"
 	if b := m.src.Budget(); b > 0 {
-		budget = "≤ " + common.Count(b) + "/s"
+		limit = "≤ " + common.Count(b) + "/s"
 	}
 	first := fmt.Sprintf("cost: SCAN walks the whole db: %d per SCAN + %d per lock, %s · PING 1/s",
-		source.ScanCost, provider.ReadsPerKey, budget)
+		budget.ScanCost, provider.ReadsPerKey, limit)
 	st := m.st.LastScan
 	if st.Scans == 0 {
 		return []string{first, "  last refresh: not done yet · " + m.common.Keys.Sample.Help().Key + " (sampling) costs extra"}

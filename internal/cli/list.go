@@ -11,9 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/glob"
 	"github.com/locktui/locktui/provider"
-	"github.com/locktui/locktui/tui/source"
 )
 
 // lockJSON is one element of list --json.
@@ -72,19 +72,19 @@ func scanLocks(ctx context.Context, p *provider.Provider, examined func(ctx cont
 }
 
 // pacedScan is how the CLI walks the namespace (list and the completion of keys and owners):
-// paced like the console's refreshes, within source.DefaultBudget units a second with a SCAN
-// counted as the source.ScanCost keys it examines (docs/console-cost.md), so that a walk of a
+// paced like the console's refreshes, within budget.Default units a second with a SCAN
+// counted as the budget.ScanCost keys it examines (docs/console-cost.md), so that a walk of a
 // database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
 // examined, if not nil, is called before each round trip with about how many keys of the
 // database the walk's SCANs will have examined (concurrently for the masters of a Cluster).
 func pacedScan(examined func(ctx context.Context, keys int64)) provider.ScanOptions {
-	budget := source.NewLimiter(source.DefaultBudget)
+	limiter := budget.New(budget.Default)
 	var n atomic.Int64
 	return provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
 		if examined != nil {
 			examined(ctx, n.Add(int64(scans*provider.ScanCount)))
 		}
-		return budget.Wait(ctx, scans*source.ScanCost+reads)
+		return limiter.Wait(ctx, scans*budget.ScanCost+reads)
 	}}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
 )
@@ -74,10 +75,10 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 
 	hook := &redistest.Counter{}
 	client.AddHook(hook)
-	const budget = 2000
-	src := New(Options{Client: client, Budget: budget})
+	const perSecond = 2000
+	src := New(Options{Client: client, Budget: perSecond})
 	clk := newVirtualClock()
-	src.limiter.now, src.limiter.sleep = clk.Now, clk.Sleep
+	src.limiter.SetClock(clk.Now, clk.Sleep)
 	st, err := src.Scan(ctx, discardSink{})
 	require.NoError(t, err)
 	require.Equal(t, locks, st.Locks)
@@ -85,7 +86,7 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	scans, reads := hook.Count("scan"), hook.Count("get")+hook.Count("pttl")+hook.Count("hgetall")
 	assert.Equal(t, 3*locks, reads)
 	assert.Equal(t, scans, st.Scans)
-	assert.Equal(t, scans*ScanCost+reads, st.Cost, "every SCAN is charged the keys it examines")
+	assert.Equal(t, scans*budget.ScanCost+reads, st.Cost, "every SCAN is charged the keys it examines")
 	assert.Equal(t, int64(st.Cost), src.limiter.Charged(), "the whole cost went through the budget")
 	assert.GreaterOrEqual(t, float64(scans*ScanCount), 0.9*float64(dbsize),
 		"the SCANs of one refresh walk the whole database (%d keys in %d SCANs)", dbsize, scans)
@@ -95,9 +96,9 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	// refresh had to wait for every unit it was charged.
 	elapsed := clk.Elapsed().Seconds()
 	require.Positive(t, elapsed, "a refresh that examines %d keys must wait for the budget", dbsize)
-	burst := float64(budget) / 10
+	burst := float64(perSecond) / 10
 	work := float64(dbsize) + float64(reads)
-	assert.LessOrEqual(t, (work-burst)/elapsed, float64(budget)*1.05,
+	assert.LessOrEqual(t, (work-burst)/elapsed, float64(perSecond)*1.05,
 		"keys examined + reads = %.0f in %.2fs of budget", work, elapsed)
 }
 

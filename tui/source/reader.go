@@ -8,17 +8,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/provider"
 )
 
 // ScanCount is the COUNT hint of every SCAN: the batch size of a refresh (provider.ScanCount).
 const ScanCount = provider.ScanCount
-
-// ScanCost is what one SCAN is charged against the budget: the ScanCount keys of the whole
-// database it examines (MATCH filters after the walk), not one command. A refresh of a database
-// that holds more than locks therefore slows down with the size of the database instead of
-// loading Redis with SCANs.
-const ScanCost = ScanCount
 
 // Options configure a Source.
 type Options struct {
@@ -27,7 +22,7 @@ type Options struct {
 	// Namespace is the key prefix of the locks. Default provider.DefaultNamespace.
 	Namespace string
 	// Budget is the cost per second the console's own reads may use: one per command, except
-	// a SCAN, which counts as the ScanCost keys it examines. Default DefaultBudget; negative
+	// a SCAN, which counts as the budget.ScanCost keys it examines. Default budget.Default; negative
 	// means unlimited (benchmarks).
 	Budget int
 }
@@ -38,7 +33,7 @@ type Source struct {
 	client  redis.UniversalClient
 	p       *provider.Provider
 	ns      string
-	limiter *Limiter
+	limiter *budget.Limiter
 	scans   atomic.Uint64
 
 	mu       sync.Mutex
@@ -52,7 +47,7 @@ func New(opts Options) *Source {
 	}
 	switch {
 	case opts.Budget == 0:
-		opts.Budget = DefaultBudget
+		opts.Budget = budget.Default
 	case opts.Budget < 0:
 		opts.Budget = 0
 	}
@@ -60,7 +55,7 @@ func New(opts Options) *Source {
 		client:  opts.Client,
 		p:       provider.New(opts.Client, &provider.Options{Namespace: opts.Namespace}),
 		ns:      opts.Namespace,
-		limiter: NewLimiter(opts.Budget),
+		limiter: budget.New(opts.Budget),
 	}
 }
 
@@ -96,7 +91,7 @@ type ScanStats struct {
 	Commands int
 	// Scans is the number of SCANs sent; each examines about ScanCount keys of the database.
 	Scans int
-	// Cost is what the refresh was charged against the budget: ScanCost per SCAN plus one
+	// Cost is what the refresh was charged against the budget: budget.ScanCost per SCAN plus one
 	// per GET, PTTL and HGETALL.
 	Cost int
 	// RoundTrips is the number of SCANs plus one: each SCAN after the first rides in the
@@ -138,7 +133,7 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 	defer s.setProgress(func(p *Progress) { p.Running = false })
 	var locks, cmds, trips, scans, cost atomic.Int64
 	pace := func(ctx context.Context, n, reads int) error {
-		c := n*ScanCost + reads
+		c := n*budget.ScanCost + reads
 		cost.Add(int64(c))
 		cmds.Add(int64(n + reads))
 		scans.Add(int64(n))

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
@@ -84,7 +85,7 @@ func TestScanReadsEveryLockWithinTheStatedCost(t *testing.T) {
 	assert.Equal(t, n+2, count.Count("hgetall"), "the holder records")
 	assert.Equal(t, scans+3*(n+2), st.Commands, "the stats count what was sent")
 	assert.Equal(t, scans, st.Scans)
-	assert.Equal(t, scans*source.ScanCost+3*(n+2), st.Cost, "a SCAN costs the keys it examines, a read one")
+	assert.Equal(t, scans*budget.ScanCost+3*(n+2), st.Cost, "a SCAN costs the keys it examines, a read one")
 	assert.Equal(t, scans+1, count.Trips(), "each SCAN after the first rides with the reads")
 	assert.Equal(t, count.Trips(), st.RoundTrips)
 	assert.Equal(t, n+2, st.Locks)

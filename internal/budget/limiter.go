@@ -1,17 +1,28 @@
-package source
+// Package budget paces the reads the console and the CLI make of a Redis server they watch: a
+// token bucket of cost units a second, in which a read is one unit and a SCAN the keys it
+// examines (docs/console-cost.md).
+package budget
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"github.com/locktui/locktui/internal/sleep"
 	"golang.org/x/time/rate"
+
+	"github.com/locktui/locktui/internal/sleep"
+	"github.com/locktui/locktui/provider"
 )
 
-// DefaultBudget is the cost per second the console's own reads may use, in commands, with a
-// SCAN counted as the ScanCount keys it examines (docs/console-cost.md).
-const DefaultBudget = 20000
+// Default is the cost per second the console's own reads, and the CLI's walks of the
+// namespace, may use, in commands, with a SCAN counted as ScanCost (docs/console-cost.md).
+const Default = 20000
+
+// ScanCost is what one SCAN is charged: the provider.ScanCount keys of the whole database it
+// examines (MATCH filters after the walk), not one command. A walk of a database that holds
+// more than locks therefore slows down with the size of the database instead of loading Redis
+// with SCANs.
+const ScanCost = provider.ScanCount
 
 // Limiter is a token bucket of cost units per second (a GET is one, a SCAN ScanCost), on
 // golang.org/x/time/rate. The zero rate means unlimited. A caller takes the cost of what it is
@@ -28,15 +39,23 @@ type Limiter struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// NewLimiter returns a limiter of perSecond units per second (<= 0: unlimited). Its burst is a
+// New returns a limiter of perSecond units per second (<= 0: unlimited). Its burst is a
 // tenth of a second's worth, so no one-second window sees more than 1.1 × perSecond plus the
 // batch that ran ahead.
-func NewLimiter(perSecond int) *Limiter {
+func New(perSecond int) *Limiter {
 	l := &Limiter{now: time.Now, sleep: sleepUntilDone}
 	if perSecond > 0 {
 		l.lim = rate.NewLimiter(rate.Limit(perSecond), max(perSecond/10, 1))
 	}
 	return l
+}
+
+// SetClock replaces the limiter's clock and its sleep (time.Now and a sleep that ctx ends): a
+// test runs the limiter on a virtual clock with it.
+func (l *Limiter) SetClock(now func() time.Time, sleep func(ctx context.Context, d time.Duration) error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.now, l.sleep = now, sleep
 }
 
 // Rate returns the budget in units per second (0: unlimited).

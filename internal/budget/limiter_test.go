@@ -1,4 +1,4 @@
-package source
+package budget
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 
 func TestLimiterPacesToBudget(t *testing.T) {
 	now := time.Unix(1000, 0)
-	l := NewLimiter(1000) // burst 100
+	l := New(1000) // burst 100
 	l.now = func() time.Time { return now }
 	if d := l.Take(100); d != 0 {
 		t.Fatalf("Take(burst) = %v, want 0", d)
@@ -30,7 +30,7 @@ func TestLimiterPacesToBudget(t *testing.T) {
 	if rate := float64(sent) / elapsed.Seconds(); rate > 1000*1.03 {
 		t.Fatalf("rate = %.0f commands/s, want at most the budget of 1000 (+ one batch)", rate)
 	}
-	if d := NewLimiter(0).Take(1 << 30); d != 0 {
+	if d := New(0).Take(1 << 30); d != 0 {
 		t.Fatalf("unlimited Take = %v, want 0", d)
 	}
 }
