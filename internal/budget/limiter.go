@@ -102,7 +102,10 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
-	return l.sleep(ctx, d)
+	l.mu.Lock()
+	sleep := l.sleep
+	l.mu.Unlock()
+	return sleep(ctx, d)
 }
 
 // sleepUntilDone is the Limiter's default sleep: ctx's error when ctx ends first.
