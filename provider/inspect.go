@@ -26,9 +26,10 @@ type Lock struct {
 	// Foreign is true for a key under the namespace that is not a lock (not a string).
 	Foreign bool
 	// Record is the lock's holder record: nil when the lock has none (taken by stock Medusa,
-	// or by a version of this project that wrote none), or has one of another owner or of
-	// another expiry: one that a stock release left behind before a stock process took the key
-	// again under the same owner id (recordFits; docs/fencing.md).
+	// or by a version of this project that wrote none) or has one of another owner. Only the
+	// owner is compared: a record that a stock release left behind is taken for the lock's when
+	// a stock process takes the key again under the same owner id before the record expires
+	// (HolderRecord also compares the expiry; docs/fencing.md).
 	Record *Record
 }
 
@@ -53,8 +54,7 @@ func (p *Provider) Scan(ctx context.Context, fn func([]Lock) error) error {
 }
 
 // ScanWith walks every lock under the namespace with SCAN … MATCH <namespace>* and calls fn with
-// each batch, read with one pipeline of GET, PTTL and HGETALL (the holder record) per key and one
-// TIME per batch; the SCAN for the next batch
+// each batch, read with one pipeline of GET, PTTL and HGETALL (the holder record) per batch; the SCAN for the next batch
 // rides in that pipeline, so a walk takes one round trip per batch plus one. A key of another
 // type is reported as Foreign instead of failing the walk; a key that vanished between SCAN and
 // the reads is left out. fn is never called concurrently (the masters of a Cluster are scanned
@@ -166,15 +166,13 @@ func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absen
 }
 
 // ReadsPerKey is the number of commands Read and ScanWith send per key read: GET, PTTL and
-// HGETALL of the holder record (and one TIME per pipeline of reads, to check the records).
+// HGETALL of the holder record.
 const ReadsPerKey = 3
 
-// queueReads queues a GET, a PTTL and an HGETALL of the holder record per key on pipe, and
-// one TIME, and returns the function that parses them after Exec: a key of another type is
-// Foreign, a key that vanished between the reads is absent, and a record is the lock's only
-// when it also left the lock's expiry (recordFits).
+// queueReads queues a GET, a PTTL and an HGETALL of the holder record per key on pipe and
+// returns the function that parses them after Exec: a key of another type is Foreign, a key
+// that vanished between the reads is absent.
 func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []string) func() ([]Lock, []string, error) {
-	now := pipe.Time(ctx)
 	gets := make([]*redis.StringCmd, len(keys))
 	ttls := make([]*redis.DurationCmd, len(keys))
 	recs := make([]*redis.MapStringStringCmd, len(keys))
@@ -213,37 +211,11 @@ func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []
 			}
 			if fields, err := recs[i].Result(); err == nil && !l.Foreign {
 				l.Record = parseRecord(fields, l.Owner)
-				if t, err := now.Result(); err == nil && l.Record != nil && !recordFits(fields, ttl, t) {
-					l.Record = nil // left by an earlier hold of the same owner (a stock re-take)
-				}
 			}
 			found = append(found, l)
 		}
 		return found, absent, nil
 	}
-}
-
-// scanExpiryTolerance is how far, in milliseconds, the expiry a holder record noted may be from
-// the lock's as a scan estimates it (the server's TIME plus the lock's PTTL, read in one
-// pipeline; on a Cluster, TIME may come from another node) and still be the same hold's.
-const scanExpiryTolerance = 1000
-
-// recordFits reports whether a holder record (fields) describes the lock it was read beside:
-// whether the expiry it noted ("at", -1 for none) is the lock's, now being the server's time
-// and ttl the lock's PTTL. A record whose owner matches can still be an earlier hold's: a stock
-// process that released a lock of ours under a shared owner ("*", a named owner) and took the
-// key again left our record in place, with the expiry of our hold; the console would name our
-// process as the holder of stock's lock. A record without "at" is taken as it is.
-func recordFits(fields map[string]string, ttl time.Duration, now time.Time) bool {
-	at, err := strconv.ParseInt(fields["at"], 10, 64)
-	if err != nil {
-		return true
-	}
-	if ttl < 0 {
-		return at < 0
-	}
-	lockAt := now.UnixMilli() + ttl.Milliseconds()
-	return at >= 0 && max(lockAt-at, at-lockAt) <= scanExpiryTolerance
 }
 
 // trimNamespace returns redisKeys without the namespace ns.
