@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -264,12 +265,14 @@ func (p *Provider) ForceReleaseAny(ctx context.Context, key string) (owner strin
 }
 
 // Printable shows a key or an owner id as is when it is plain, and quoted in Go syntax (control
-// characters escaped) when it is empty, holds spaces or characters that do not print, or starts
-// with a quote, so the empty owner, a blank one and one carrying terminal escapes are seen for
+// characters escaped) when it is empty, holds spaces, characters that do not print or bytes
+// that are not UTF-8 (a raw 0x9b starts an escape sequence on 8-bit terminals), or starts with a
+// quote, so the empty owner, a blank one and one carrying terminal escapes are seen for
 // what they are, and what is shown quoted always stands for its unquoted text (the console's
 // filter reads it back so). The console and the CLI show every key and owner through it.
 func Printable(s string) string {
-	if s == "" || s[0] == '"' || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+	if s == "" || s[0] == '"' || !utf8.ValidString(s) ||
+		strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
 		return strconv.Quote(s)
 	}
 	return s

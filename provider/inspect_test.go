@@ -175,7 +175,7 @@ func TestReadReportsFoundAndAbsent(t *testing.T) {
 
 func TestPrintableQuotesWhatDoesNotPrint(t *testing.T) {
 	for in, want := range map[string]string{"worker-1": "worker-1", "": `""`, "a b": `"a b"`, "x\x1b[2J": `"x\x1b[2J"`,
-		`"x"`: `"\"x\""`, `a"b`: `a"b`} {
+		`"x"`: `"\"x\""`, `a"b`: `a"b`, "a\x9bb": `"a\x9bb"`, "\xff": `"\xff"`} {
 		require.Equal(t, want, provider.Printable(in), "Printable(%q)", in)
 	}
 }

@@ -11,8 +11,9 @@
 //
 // It needs redis-server, node and go (which builds the bridge; --impl go,stock does without it)
 // on PATH and compat/node_modules (`make node-deps`). The exit status is 0 on a correct run, 1
-// when a run failed or found a correctness problem (overlapping critical sections, failed
-// executes; the report is still printed), 2 for bad flags. Speed is reported, never judged.
+// when a run failed or found a correctness problem (overlapping critical sections, a key held
+// for more of the window than the window has, failed executes; the report is still printed), 2
+// for bad flags. Speed is reported, never judged.
 //
 // Started with LOCKTUI_BENCH_WORKER=1 it is a Go worker process of the multi-process scenarios
 // instead (see bench.WorkerEnv).

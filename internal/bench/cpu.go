@@ -179,7 +179,7 @@ func (r *Result) setCPU(use cpuUse, executes int, bridge, redis bool) {
 	if redis && use.redisOK {
 		r.RedisCPUMsPer1k = per1k(use.redis)
 	}
-	if m := use.machine; use.machineOK && m.total > 0 {
+	if m := use.machine; use.machineOK && m.total > m.steal {
 		r.MachineBusy = ptr(round(float64(m.busy)/float64(m.total-m.steal), 3))
 		r.MachineSteal = ptr(round(float64(m.steal)/float64(m.total), 3))
 	}

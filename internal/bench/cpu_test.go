@@ -90,6 +90,11 @@ func TestSetCPUChargesWhatWasMeasured(t *testing.T) {
 			}
 		})
 	}
+	stolen := Result{}
+	stolen.setCPU(cpuUse{machine: machineTimes{steal: time.Second, total: time.Second}, machineOK: true}, 10, false, false)
+	if stolen.MachineBusy != nil {
+		t.Errorf("a window the hypervisor took whole: machine busy = %v, want none (not NaN)", *stolen.MachineBusy)
+	}
 	r := Result{}
 	r.setCPU(use, 2000, true, true)
 	if got := cpuCell(r); got != "- / 150 / 0.00" {

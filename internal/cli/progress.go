@@ -32,6 +32,7 @@ type walkProgress struct {
 
 	mu    sync.Mutex
 	total int64 // the database's keys, 0 until read (or when unknown)
+	asked bool  // DBSIZE was sent: it is asked once, also when it fails (an ACL may refuse it)
 	last  time.Time
 	shown bool
 }
@@ -70,7 +71,8 @@ func (p *walkProgress) examined(ctx context.Context, keys int64) {
 	if now.Sub(p.start) < progressAfter || now.Sub(p.last) < progressEvery {
 		return
 	}
-	if p.total == 0 {
+	if !p.asked {
+		p.asked = true
 		if n, err := p.client.DBSize(ctx).Result(); err == nil {
 			p.total = n
 		}
