@@ -130,7 +130,7 @@ func (r *chaosRun) nodeConfig(h *chaosHolder, cfg map[string]any) {
 // checkNodeFreed checks that the key a killed bridge client believed it held leaves the owner
 // it had at the kill within chaosBridgeFree, plus the upstream delays of its link and of the
 // bridge's (the bridge counts from the last frame it received; a renewal reaches Redis that much
-// later). The owner is read from Redis at once: the client believed it held
+// later), plus maxLater when a fault spell begins on the bridge's link after the kill. The owner is read from Redis at once: the client believed it held
 // the key, so that is its lease's owner (unless someone else took it, which Check reports).
 func (r *chaosRun) checkNodeFreed(h *chaosHolder, killed time.Time) {
 	b, ok := openBelief(h.log)
@@ -144,8 +144,21 @@ func (r *chaosRun) checkNodeFreed(h *chaosHolder, killed time.Time) {
 		return
 	}
 	limit := chaosBridgeFree + time.Duration(h.upDelay+r.bridge.link.upDelay)
-	r.watchFree(h.id, b.Key, owner, killed, limit)
+	r.watchFree(h.id, b.Key, owner, killed, limit, func() time.Duration {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.bridgeFaulted.After(killed) {
+			return maxLater
+		}
+		return 0
+	})
 }
+
+// maxLater is what a fault on the bridge's link that begins after a bridge client's kill may
+// add to the time its key takes to be free: the bridge's release, or its last renewal, reaches
+// Redis up to chaosMaxDelay late (a delay), or never (a cut or a blackhole), and then the key
+// expires chaosTTL after that renewal.
+const maxLater = chaosMaxDelay + chaosTTL
 
 // faultTargets are the links the scheduler may fault: every holder's but stock's, and the
 // bridge's.

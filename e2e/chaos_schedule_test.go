@@ -157,6 +157,11 @@ func (r *chaosRun) schedule(duration time.Duration) {
 // applyFault puts fault f on the holder's link (delay is the delay of a delay fault) and
 // returns spell, how long it is to last.
 func (r *chaosRun) applyFault(h *chaosHolder, f fault, spell, delay time.Duration) time.Duration {
+	if r.bridge != nil && h == r.bridge.link {
+		r.mu.Lock()
+		r.bridgeFaulted = time.Now()
+		r.mu.Unlock()
+	}
 	f.on(h.proxy, delay)
 	h.fault = f.name
 	if strings.HasPrefix(f.name, "delay") {
@@ -232,16 +237,17 @@ func (r *chaosRun) killAndRespawn(h *chaosHolder) {
 // much later) and chaosFreeSlack.
 func (r *chaosRun) checkFreed(h *chaosHolder, killed time.Time) {
 	if b, ok := openBelief(h.log); ok {
-		r.watchFree(h.id, b.Key, b.Owner, killed, chaosTTL+time.Duration(h.upDelay)+chaosFreeSlack)
+		r.watchFree(h.id, b.Key, b.Owner, killed, chaosTTL+time.Duration(h.upDelay)+chaosFreeSlack, nil)
 	}
 }
 
 // watchFree waits, in the background, until key is no longer owner's in Redis, and records a
-// failure when that takes longer than limit from killed.
-func (r *chaosRun) watchFree(id, key, owner string, killed time.Time, limit time.Duration) {
+// failure when that takes longer than limit from killed, plus what later returns, if later is
+// not nil: an allowance for faults that began after the kill (at most maxLater).
+func (r *chaosRun) watchFree(id, key, owner string, killed time.Time, limit time.Duration, later func() time.Duration) {
 	kind := chaos.HolderKind(id)
 	r.checks.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), limit+time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), limit+maxLater+time.Second)
 		defer cancel()
 		rk := provider.DefaultNamespace + key
 		for {
@@ -254,10 +260,14 @@ func (r *chaosRun) watchFree(id, key, owner string, killed time.Time, limit time
 				r.mu.Unlock()
 				return
 			}
-			if took > limit {
+			allowed := limit
+			if later != nil {
+				allowed += later()
+			}
+			if took > allowed {
 				r.mu.Lock()
 				r.slow = append(r.slow, fmt.Sprintf("chaos: key %q of %s (owner %s) still held %s after its SIGKILL (limit %s; last read: %v)",
-					key, id, owner, took.Round(time.Millisecond), limit, cmpErr(err, v)))
+					key, id, owner, took.Round(time.Millisecond), allowed, cmpErr(err, v)))
 				r.mu.Unlock()
 				return
 			}

@@ -102,6 +102,8 @@ type chaosRun struct {
 	slow     []string                 // free checks that failed
 	freed    map[string]int           // free checks that passed, by holder kind
 	maxFreed map[string]time.Duration // the slowest of them, from the kill
+	// bridgeFaulted is when the last fault spell on the bridge's link to Redis began.
+	bridgeFaulted time.Time
 }
 
 // journalEntry is one thing the scheduler did, on the chaos clock.
