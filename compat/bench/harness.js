@@ -98,6 +98,8 @@ async function runScenario(spec, provider, counter, isTimeout) {
     }
   }
 
+  let wallAtStart = 0 // set when the window opens, below
+
   async function work(i, deadline) {
     const keyIdx = i % spec.keys.length
     const keys = [spec.keys[keyIdx]]
@@ -138,14 +140,18 @@ async function runScenario(spec, provider, counter, isTimeout) {
       raw.latency_ms.push(micros(end - call))
       raw.hold_ms_sum += hold
       if (starts) {
-        starts[i].push(micros(performance.timeOrigin + jobStart))
+        starts[i].push(micros(wallAtStart + jobStart - start))
       }
     }
   }
 
   // Processes of a multi-process scenario open their windows together, at start_at_unix_ms.
+  // Wall-clock times are read from Date.now(), the system clock as it is now, never from
+  // performance.timeOrigin: that is the wall clock when this process started, and a clock step
+  // since (NTP on a virtual machine) would date this window, and every section in it, away from
+  // the Go processes' and let the windows of the processes drift apart.
   if (spec.start_at_unix_ms) {
-    const late = performance.timeOrigin + performance.now() - spec.start_at_unix_ms
+    const late = Date.now() - spec.start_at_unix_ms
     if (late < 0) {
       await sleep(-late)
     } else {
@@ -154,6 +160,9 @@ async function runScenario(spec, provider, counter, isTimeout) {
   }
   const cpu0 = process.cpuUsage()
   const start = performance.now()
+  // The window's wall-clock origin: a section's date is wallAtStart + (its performance.now() -
+  // start), monotonic inside the window whatever the system clock does meanwhile.
+  wallAtStart = Date.now()
   const deadline = start + spec.duration_ms
   const loops = []
   for (let i = 0; i < workers; i++) {
@@ -163,7 +172,7 @@ async function runScenario(spec, provider, counter, isTimeout) {
   const cpu = process.cpuUsage(cpu0)
   raw.window_ms = deadline - start
   raw.drain_ms = Math.max(performance.now() - deadline, 0)
-  raw.window_start_unix_ms = micros(performance.timeOrigin + start)
+  raw.window_start_unix_ms = micros(wallAtStart)
   raw.cpu_ms = (cpu.user + cpu.system) / 1000
   if (starts) {
     raw.cs_start_unix_ms = starts

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -287,4 +288,30 @@ func TestRunCutsOtherStartUpsShortWhenOneFails(t *testing.T) {
 	})
 	assert.ErrorIs(t, err, boom)
 	assert.Equal(t, int32(1), opened.closed.Load(), "the opened runner was not closed once")
+}
+
+// TestNodeWindowFollowsTheSystemClock runs a Node runner whose performance.timeOrigin is a
+// minute stale (as after a clock step since it started) with a window opening 200 ms from now:
+// it must open on time by the system clock, not a minute later or a minute early.
+func TestNodeWindowFollowsTheSystemClock(t *testing.T) {
+	dir := compatDir(t)
+	srv := redistest.Start(t)
+	impl := bench.NodeImpl{ImplName: "stale-origin", Script: "bench/testdata/stale-origin-bench.js", Requires: []string{"ioredis"}}
+	runner, err := impl.Open(t.Context(), bench.Env{RedisURL: srv.URL, CompatDir: dir, Log: io.Discard})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, runner.Close()) })
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	startAt := time.Now().Add(200 * time.Millisecond)
+	raw, err := runner.Run(ctx, bench.Spec{
+		Scenario: "stale_origin", Impl: "stale-origin", Workers: 1, Keys: []string{"stale_origin:k"},
+		DurationMs: 50, TimeoutS: 5, ExpireS: 5, RedisURL: srv.URL,
+		StartAtUnixMs: float64(startAt.UnixMicro()) / 1000,
+	})
+	require.NoError(t, err, "the runner did not open its window on time by the system clock")
+	opened := time.UnixMicro(int64(raw.WindowStartUnixMs * 1000))
+	assert.WithinDuration(t, startAt, opened, 5*time.Second, "window dated by a stale clock")
+	assert.False(t, opened.Before(startAt.Add(-time.Millisecond)), "window opened at %v, before %v", opened, startAt)
+	assert.Zero(t, raw.StartLateMs)
 }
