@@ -21,6 +21,10 @@ type Releaser struct {
 	Sink Sink
 	// Operator, Namespace and Server fill every record (Operator "" means Operator()).
 	Operator, Namespace, Server string
+	// Scan paces the walk of the namespace that ReleaseOwner makes (provider.ReleaseAllWith):
+	// the console and the CLI pass their read budget, so a release of an owner's locks loads
+	// Redis no more than a refresh or a list does. The zero value walks as fast as Redis answers.
+	Scan provider.ScanOptions
 }
 
 // Released is the outcome of one release.
@@ -109,10 +113,11 @@ func (h seenHolder) of(owner string) string {
 	return h.lock.Record.String()
 }
 
-// ReleaseOwner deletes every lock of owner (provider ReleaseAll: compare-and-unlink per key;
-// the console's D and release-all) and records it as ActionReleaseOwner.
+// ReleaseOwner deletes every lock of owner (provider ReleaseAllWith, paced by Scan:
+// compare-and-unlink per key; the console's D and release-all) and records it as
+// ActionReleaseOwner.
 func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
-	n, err := r.Provider.ReleaseAll(ctx, owner)
+	n, err := r.Provider.ReleaseAllWith(ctx, owner, r.Scan)
 	out := Released{Count: n, Owner: owner, Err: err}
 	out.AuditErr = r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner}, out)
 	return out

@@ -72,7 +72,8 @@
 //   - list --owner matches the owner exactly ("*" is the anonymous owner, not a pattern);
 //     --match is a Redis glob on the key without the namespace, case-sensitive like SCAN
 //     MATCH; --no-ttl keeps keys that never expire, foreign keys included. They filter what
-//     the namespace scan returns (scanLocks; the walk is paced by pacedScan, as completion's is).
+//     the namespace scan returns (paced by pacedScan, as the walks of release-all and of
+//     completion are).
 //   - version prints the module version (App.Version overrides it), the VCS revision ("
 //     (modified)" for a dirty tree) and commit time, and the Go version, from the build
 //     information; "(devel)" and "unknown" where the build recorded none.

@@ -60,7 +60,7 @@ func (s *session) progressWriter() io.Writer {
 	return nil
 }
 
-// examined is scanLocks' callback: the walk's SCANs have examined about keys keys.
+// examined is the callback of list's pacedScan: the walk's SCANs have examined about keys keys.
 func (p *walkProgress) examined(ctx context.Context, keys int64) {
 	if p.w == nil {
 		return
