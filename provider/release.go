@@ -50,23 +50,27 @@ func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bo
 // execute locks survive, as in stock) and returns how many it deleted (see ReleaseAllWith; it
 // walks as fast as Redis answers).
 func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
-	return p.ReleaseAllWith(ctx, owner, ScanOptions{})
+	return p.ReleaseAllWith(ctx, owner, ScanOptions{}, nil)
 }
 
 // ReleaseAllWith is ReleaseAll paced by opts. It walks the namespace as ScanWith does (SCAN on
 // every master of a Cluster, and a read of each key found) and deletes the keys read as owner's
 // with one atomic compare-and-unlink per key, pipelined per batch, so a key that changed owner
 // since it was read is never deleted. opts.Pace is called before each round trip, the deletes
-// of a batch counted as one read per key. It returns how many keys it deleted, also when the
-// walk ends early with an error (from Redis, ctx or opts.Pace).
-func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOptions) (int, error) {
+// of a batch counted as one read per key. released, if not nil, is called with each lock deleted
+// as it was read just before its delete (its Record names the holder cut off), never
+// concurrently. It returns how many keys it deleted, also when the walk ends early with an
+// error (from Redis, ctx or opts.Pace).
+func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOptions, released func(Lock)) (int, error) {
 	owner = ownerOrDefault(owner)
-	released := 0
+	n := 0
 	err := p.ScanWith(ctx, opts, func(batch []Lock) error {
 		var keys []string
+		var mine []Lock
 		for _, l := range batch {
 			if !l.Foreign && l.Owner == owner {
 				keys = append(keys, l.Key)
+				mine = append(mine, l)
 			}
 		}
 		if len(keys) == 0 {
@@ -83,15 +87,18 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 		}
 		for i := range keys {
 			if errs[i] == nil && res[i] == 1 {
-				released++
+				n++
+				if released != nil {
+					released(mine[i])
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return released, fmt.Errorf("release all locks of %q: %w", owner, err)
+		return n, fmt.Errorf("release all locks of %q: %w", owner, err)
 	}
-	return released, nil
+	return n, nil
 }
 
 // LiteralPattern escapes s so that it matches itself literally in a Redis glob pattern (SCAN

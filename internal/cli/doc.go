@@ -26,8 +26,9 @@
 //     plain "release" action, and none is needed: an owner-checked release of one key is the
 //     compare-and-delete the console's d performs and audits under that name, so one action
 //     means one operation whichever tool did it.
-//   - release-all: one release_owner record with the owner and the number of locks released
-//     (result not_held when 0).
+//   - release-all: one release_owner record with the owner, the number of locks released
+//     (result not_held when 0) and, in locks, each lock released with the holder it cut off,
+//     as read in the same paced walk just before its delete.
 //   - acquire and run are not audited: they take locks under an owner and give back only their
 //     own.
 //
