@@ -59,6 +59,20 @@ type Record struct {
 	// record read just before (provider.Record.String), or provider.NoHolderRecord when the
 	// lock had none; "" when it could not be read or was no longer the owner's.
 	Holder string `json:"holder,omitempty"`
+	// Locks, for ActionReleaseOwner, names each lock deleted, in the order deleted, with the
+	// holder it cut off as read in the same walk just before the delete; empty when none was.
+	Locks []LockReleased `json:"locks,omitempty"`
+}
+
+// LockReleased is one lock that a release of an owner's locks deleted.
+type LockReleased struct {
+	// Key is the lock key without namespace.
+	Key string `json:"key"`
+	// Owner is the owner it had (the owner released).
+	Owner string `json:"owner"`
+	// Holder names the process cut off, as Record.Holder does: its holder record
+	// (provider.Record.String) or provider.NoHolderRecord.
+	Holder string `json:"holder"`
 }
 
 // Sink stores audit records. Implementations are safe for concurrent use.

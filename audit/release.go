@@ -21,6 +21,10 @@ type Releaser struct {
 	Sink Sink
 	// Operator, Namespace and Server fill every record (Operator "" means Operator()).
 	Operator, Namespace, Server string
+	// Scan paces the walk of the namespace that ReleaseOwner makes (provider.ReleaseAllWith):
+	// the console and the CLI pass their read budget, so a release of an owner's locks loads
+	// Redis no more than a refresh or a list does. The zero value walks as fast as Redis answers.
+	Scan provider.ScanOptions
 }
 
 // Released is the outcome of one release.
@@ -97,24 +101,40 @@ func (r *Releaser) holder(ctx context.Context, key string) seenHolder {
 	return seenHolder{&l}
 }
 
-// of names the holder when owner, the owner released, is the one read: its record, or that it
-// had none (provider.NoHolderRecord); "" when the lock could not be read or was another owner's.
+// of names the holder when owner, the owner released, is the one read (holderOf); "" when the
+// lock could not be read or was another owner's.
 func (h seenHolder) of(owner string) string {
-	switch {
-	case h.lock == nil || h.lock.Owner != owner:
+	if h.lock == nil || h.lock.Owner != owner {
 		return ""
-	case h.lock.Record == nil:
-		return provider.NoHolderRecord
 	}
-	return h.lock.Record.String()
+	return holderOf(*h.lock)
 }
 
-// ReleaseOwner deletes every lock of owner (provider ReleaseAll: compare-and-unlink per key;
-// the console's D and release-all) and records it as ActionReleaseOwner.
+// holderOf names the process that holds l: its holder record, or that it has none
+// (provider.NoHolderRecord).
+func holderOf(l provider.Lock) string {
+	if l.Record == nil {
+		return provider.NoHolderRecord
+	}
+	return l.Record.String()
+}
+
+// ReleaseOwner deletes every lock of owner (provider ReleaseAllWith, paced by Scan:
+// compare-and-unlink per key; the console's D and release-all) and records it as
+// ActionReleaseOwner, naming each lock deleted with the holder it cut off, as read in the same
+// paced walk just before the delete. The record is written also when the walk failed
+// part-way: it names the locks deleted until then.
 func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
-	n, err := r.Provider.ReleaseAll(ctx, owner)
+	var locks []LockReleased
+	var keep func(provider.Lock)
+	if r.Sink != nil {
+		keep = func(l provider.Lock) {
+			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l)})
+		}
+	}
+	n, err := r.Provider.ReleaseAllWith(ctx, owner, r.Scan, keep)
 	out := Released{Count: n, Owner: owner, Err: err}
-	out.AuditErr = r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner}, out)
+	out.AuditErr = r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks}, out)
 	return out
 }
 

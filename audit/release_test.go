@@ -64,6 +64,14 @@ func TestReleaserRecordsEveryOutcome(t *testing.T) {
 		} else {
 			assert.Regexp(t, want[i].holder, rec.Holder, "record %d names the holder it cut off", i)
 		}
+		if rec.Action == audit.ActionReleaseOwner {
+			require.Len(t, rec.Locks, 1, "a release of an owner's locks names each lock it deleted")
+			assert.Equal(t, "c", rec.Locks[0].Key)
+			assert.Equal(t, "o1", rec.Locks[0].Owner)
+			assert.Regexp(t, cutOff, rec.Locks[0].Holder, "and the holder it cut off")
+		} else {
+			assert.Empty(t, rec.Locks, "record %d", i)
+		}
 		assert.Equal(t, "ana@ops", rec.Operator)
 		assert.Equal(t, "redis://x", rec.Server)
 		assert.WithinDuration(t, time.Now(), rec.Time, time.Minute)

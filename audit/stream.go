@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -18,7 +19,8 @@ const DefaultStreamMaxLen = 10000
 
 // Stream adds each record to a Redis stream (XADD), trimmed to about maxLen entries, so every
 // console on the same Redis shares one trail, readable with XRANGE or XREVRANGE. Each entry's
-// fields are the Record's JSON names, with time in RFC 3339 (nanoseconds, UTC).
+// fields are the Record's JSON names, with time in RFC 3339 (nanoseconds, UTC) and locks, when
+// there are any, as one JSON array.
 type Stream struct {
 	client redis.UniversalClient
 	name   string
@@ -61,6 +63,13 @@ func (s *Stream) Write(ctx context.Context, r Record) error {
 			"holder", r.Holder,
 		},
 	}
+	if len(r.Locks) > 0 {
+		locks, err := json.Marshal(r.Locks)
+		if err != nil {
+			return fmt.Errorf("audit: encode the locks released: %w", err)
+		}
+		args.Values = append(args.Values.([]any), "locks", string(locks))
+	}
 	if err := s.client.XAdd(ctx, args).Err(); err != nil {
 		return fmt.Errorf("audit: add to stream %q: %w", s.name, err)
 	}
@@ -78,7 +87,13 @@ func FromStream(values map[string]any) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("audit: stream entry count %q: %w", str("count"), err)
 	}
+	var locks []LockReleased
+	if s := str("locks"); s != "" {
+		if err := json.Unmarshal([]byte(s), &locks); err != nil {
+			return Record{}, fmt.Errorf("audit: stream entry locks: %w", err)
+		}
+	}
 	return Record{Time: t, Operator: str("operator"), Action: str("action"), Key: str("key"),
 		Owner: str("owner"), Result: str("result"), Count: count, Namespace: str("namespace"),
-		Server: str("server"), Holder: str("holder")}, nil
+		Server: str("server"), Holder: str("holder"), Locks: locks}, nil
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // unknownIfRan marks a transport error after which a delete may have run as ErrOutcomeUnknown.
@@ -50,64 +47,58 @@ func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bo
 }
 
 // ReleaseAll deletes every lock in the namespace whose owner is owner ("" means "*", so named and
-// execute locks survive, as in stock) and returns how many it deleted. It walks the namespace
-// with SCAN (every master of a Cluster) and deletes with one atomic compare-and-unlink per key,
-// pipelined per batch, so a key that changed owner since it was scanned is never deleted.
+// execute locks survive, as in stock) and returns how many it deleted (see ReleaseAllWith; it
+// walks as fast as Redis answers).
 func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
+	return p.ReleaseAllWith(ctx, owner, ScanOptions{}, nil)
+}
+
+// ReleaseAllWith is ReleaseAll paced by opts. It walks the namespace as ScanWith does (SCAN on
+// every master of a Cluster, and a read of each key found) and deletes the keys read as owner's
+// with one atomic compare-and-unlink per key, pipelined per batch, so a key that changed owner
+// since it was read is never deleted. opts.Pace is called before each round trip, the deletes
+// of a batch counted as one read per key. released, if not nil, is called with each lock deleted
+// as it was read just before its delete (its Record names the holder cut off), never
+// concurrently. It returns how many keys it deleted, also when the walk ends early with an
+// error (from Redis, ctx or opts.Pace).
+func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOptions, released func(Lock)) (int, error) {
 	owner = ownerOrDefault(owner)
-	released := 0
-	err := p.scanKeys(ctx, func(ctx context.Context, keys []string) error {
+	n := 0
+	err := p.ScanWith(ctx, opts, func(batch []Lock) error {
+		var keys []string
+		var mine []Lock
+		for _, l := range batch {
+			if !l.Foreign && l.Owner == owner {
+				keys = append(keys, l.Key)
+				mine = append(mine, l)
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		if opts.Pace != nil {
+			if err := opts.Pace(ctx, 0, len(keys)); err != nil {
+				return err
+			}
+		}
 		res, errs, err := p.deleteBatch(ctx, unlinkScript, keys, sendOnce, owner, nil, 0, true)
 		if err != nil {
 			return unknownIfRan(err)
 		}
 		for i := range keys {
 			if errs[i] == nil && res[i] == 1 {
-				released++
+				n++
+				if released != nil {
+					released(mine[i])
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return released, fmt.Errorf("release all locks of %q: %w", owner, err)
+		return n, fmt.Errorf("release all locks of %q: %w", owner, err)
 	}
-	return released, nil
-}
-
-// scanKeys calls fn with each SCAN batch of lock keys (without namespace) in the namespace, on
-// every master of a Cluster. The masters are scanned concurrently, but fn is never called
-// concurrently. A key may be reported twice (SCAN's guarantee); callers are idempotent.
-func (p *Provider) scanKeys(ctx context.Context, fn func(ctx context.Context, keys []string) error) error {
-	match := LiteralPattern(p.opts.Namespace) + "*"
-	var mu sync.Mutex // serializes fn across the masters of a Cluster
-	scanNode := func(ctx context.Context, node redis.Cmdable) error {
-		var cursor uint64
-		for {
-			redisKeys, next, err := node.Scan(ctx, cursor, match, ScanCount).Result()
-			if err != nil {
-				return err
-			}
-			if len(redisKeys) > 0 {
-				keys := trimNamespace(redisKeys, p.opts.Namespace)
-				mu.Lock()
-				err := fn(ctx, keys)
-				mu.Unlock()
-				if err != nil {
-					return err
-				}
-			}
-			if next == 0 {
-				return nil
-			}
-			cursor = next
-		}
-	}
-	if cluster, ok := p.client.(*redis.ClusterClient); ok {
-		return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			return scanNode(ctx, node)
-		})
-	}
-	return scanNode(ctx, p.client)
+	return n, nil
 }
 
 // LiteralPattern escapes s so that it matches itself literally in a Redis glob pattern (SCAN

@@ -2,11 +2,13 @@ package provider_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -147,37 +149,34 @@ func TestReleaseAllWalksManyScanBatches(t *testing.T) {
 	}
 }
 
-// afterScan runs f once, right after the first SCAN reply: the window in which stock's
-// GET-then-UNLINK releaseAll could delete a key that changed owner.
-type afterScan struct {
+// afterRead runs f once, right after the first pipeline that reads the keys a SCAN found:
+// the window in which a release that deleted on what it read would delete a key that changed
+// owner (stock's GET-then-UNLINK releaseAll did).
+type afterRead struct {
 	once sync.Once
-	f    func([]string)
+	f    func()
 }
 
-func (h *afterScan) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *afterRead) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *afterScan) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		if sc, ok := cmd.(*redis.ScanCmd); ok && err == nil {
-			if keys, _ := sc.Val(); len(keys) > 0 {
-				h.once.Do(func() { h.f(keys) })
-			}
+func (h *afterRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *afterRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if len(cmds) > 0 && cmds[0].Name() == "get" {
+			h.once.Do(h.f)
 		}
 		return err
 	}
-}
-
-func (h *afterScan) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 func TestReleaseAllComparesOwnerAtDeleteTime(t *testing.T) {
 	e := newEnv(t, nil)
 	e.set("a", "o", 0)
 	e.set("b", "o", 0)
-	e.pc.AddHook(&afterScan{f: func([]string) {
-		// Between the scan and the delete, "a" is released and taken by someone else.
+	e.pc.AddHook(&afterRead{f: func() {
+		// Between the read and the delete, "a" is released and taken by someone else.
 		e.set("a", "thief", 0)
 	}})
 	n, err := e.p.ReleaseAll(ctx(t), "o")
@@ -185,4 +184,39 @@ func TestReleaseAllComparesOwnerAtDeleteTime(t *testing.T) {
 	require.Equal(t, 1, n)
 	e.requireOwner("a", "thief")
 	e.requireFree("b")
+}
+
+// ReleaseAllWith asks opts.Pace before every round trip, for every command it sends: the
+// SCANs, the reads and the compare-and-unlinks. An error from Pace ends the walk there.
+func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	pipe := e.rdb.Pipeline()
+	for i := range 250 {
+		pipe.Set(c, e.key(fmt.Sprintf("mine:%03d", i)), "o", 0)
+		pipe.Set(c, e.key(fmt.Sprintf("theirs:%03d", i)), "x", 0)
+	}
+	_, err := pipe.Exec(c)
+	require.NoError(t, err)
+	counter := &redistest.Counter{}
+	e.pc.AddHook(counter)
+
+	var paced, calls int
+	n, err := e.p.ReleaseAllWith(c, "o", provider.ScanOptions{Pace: func(_ context.Context, scans, reads int) error {
+		paced += scans + reads
+		calls++
+		return nil
+	}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 250, n)
+	cmds, trips := counter.Reset()
+	require.Equal(t, cmds, paced, "every command sent was paced")
+	require.Equal(t, trips, calls, "Pace is asked once per round trip")
+
+	stop := errors.New("over budget")
+	e.set("mine:again", "o", 0)
+	n, err = e.p.ReleaseAllWith(c, "o", provider.ScanOptions{Pace: func(context.Context, int, int) error { return stop }}, nil)
+	require.ErrorIs(t, err, stop)
+	require.Zero(t, n)
+	e.requireOwner("mine:again", "o")
 }

@@ -115,10 +115,11 @@ func (m *model) confirmed(payload any) tea.Cmd {
 }
 
 // releaser is the console's path to releasing a lock: the one the CLI takes too
-// (audit.Releaser), auditing every release to cfg.Audit.
+// (audit.Releaser), auditing every release to cfg.Audit. The walk of a release of an owner's
+// locks is paced by the console's own budget (Source.Pace), shared with the refreshes.
 func (m *model) releaser() *audit.Releaser {
 	return &audit.Releaser{Provider: m.cfg.Provider, Sink: m.cfg.Audit, Operator: m.cfg.Operator,
-		Namespace: m.cfg.Namespace, Server: m.cfg.URL}
+		Namespace: m.cfg.Namespace, Server: m.cfg.URL, Scan: provider.ScanOptions{Pace: m.src.Pace}}
 }
 
 // release force-releases one key if req.owner still holds it, audits the result and re-reads
@@ -139,11 +140,12 @@ func (m *model) release(req releaseReq) tea.Cmd {
 	})
 }
 
-// releaseAll releases every lock of req.owner (compare-and-unlink per key) and audits it.
+// releaseAll releases every lock of req.owner (compare-and-unlink per key) and audits it. Its
+// walk of the namespace is paced by the budget, so on a large database it lasts longer than
+// mutationTimeout: the console's life bounds it instead (quitting stops it, and the record and
+// the notice say how many locks it released).
 func (m *model) releaseAll(req releaseAllReq) tea.Cmd {
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
-		ctx, cancel := context.WithTimeout(ctx, mutationTimeout)
-		defer cancel()
 		r := m.releaser().ReleaseOwner(ctx, req.owner)
 		return releaseAllDoneMsg{owner: req.owner, count: r.Count, err: r.Err, auditErr: auditFailed(r)}
 	})

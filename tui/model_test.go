@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/audit"
+	"github.com/locktui/locktui/internal/budget"
+	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
 	"github.com/locktui/locktui/tui/store"
@@ -187,6 +191,30 @@ func TestReleaseAllDialogCountsTheOwnersLocks(t *testing.T) {
 	assert.Contains(t, out, `owner  "execute:0b5a3c1e`)
 	assert.Contains(t, out, "Audited as tester@host to test-audit.jsonl.", "the dialog names where the record goes")
 	assert.NotNil(t, press(m, "y"))
+}
+
+// D's walk of the namespace is charged to the console's budget, as a refresh is, instead of
+// going as fast as Redis answers.
+func TestReleaseAllIsPacedByTheBudget(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	for _, k := range []string{"a", "b"} {
+		require.NoError(t, client.Set(t.Context(), "medusa_lock:"+k, "svc", time.Minute).Err())
+	}
+	sink := &memorySink{}
+	m := newTestModel(t, Config{Client: client, Audit: sink})
+	msg := m.releaseAll(releaseAllReq{owner: "svc", count: 2})()
+	require.Equal(t, releaseAllDoneMsg{owner: "svc", count: 2}, msg)
+	assert.GreaterOrEqual(t, m.src.Charged(), int64(budget.ScanCost+2*provider.ReadsPerKey+2),
+		"the SCAN, the reads and the deletes are charged")
+
+	// Its record names each lock released and the holder cut off (here stock's: none).
+	recs := sink.all()
+	require.Len(t, recs, 1)
+	locks := recs[0].Locks
+	slices.SortFunc(locks, func(a, b audit.LockReleased) int { return strings.Compare(a.Key, b.Key) })
+	assert.Equal(t, []audit.LockReleased{{Key: "a", Owner: "svc", Holder: provider.NoHolderRecord},
+		{Key: "b", Owner: "svc", Holder: provider.NoHolderRecord}}, locks)
 }
 
 func TestFilterSortAndViews(t *testing.T) {

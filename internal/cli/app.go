@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
@@ -72,6 +73,10 @@ type App struct {
 	// walkProgress); by default it goes to stderr when stderr is a terminal, and nowhere
 	// otherwise.
 	Progress io.Writer
+	// Budget, when set, returns the read budget that paces each walk of the namespace (list,
+	// release-all, completion) instead of budget.New(budget.Default) (tests run it on a virtual
+	// clock with budget.Limiter.SetClock).
+	Budget func() *budget.Limiter
 	// Getenv reads REDIS_URL.
 	Getenv func(string) string
 	// Signals, when set, replaces the subscription to SIGINT, SIGTERM and SIGHUP that

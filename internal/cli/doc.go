@@ -26,8 +26,9 @@
 //     plain "release" action, and none is needed: an owner-checked release of one key is the
 //     compare-and-delete the console's d performs and audits under that name, so one action
 //     means one operation whichever tool did it.
-//   - release-all: one release_owner record with the owner and the number of locks released
-//     (result not_held when 0).
+//   - release-all: one release_owner record with the owner, the number of locks released
+//     (result not_held when 0) and, in locks, each lock released with the holder it cut off,
+//     as read in the same paced walk just before its delete.
 //   - acquire and run are not audited: they take locks under an owner and give back only their
 //     own.
 //
@@ -72,7 +73,8 @@
 //   - list --owner matches the owner exactly ("*" is the anonymous owner, not a pattern);
 //     --match is a Redis glob on the key without the namespace, case-sensitive like SCAN
 //     MATCH; --no-ttl keeps keys that never expire, foreign keys included. They filter what
-//     the namespace scan returns (scanLocks; the walk is paced by pacedScan, as completion's is).
+//     the namespace scan returns (paced by pacedScan, as the walks of release-all and of
+//     completion are).
 //   - version prints the module version (App.Version overrides it), the VCS revision ("
 //     (modified)" for a dirty tree) and commit time, and the Go version, from the build
 //     information; "(devel)" and "unknown" where the build recorded none.

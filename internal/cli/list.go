@@ -47,7 +47,7 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	}
 	defer c.Close()
 	progress := s.walkProgress(c.client)
-	locks, err := scanLocks(ctx, c.p, progress.examined)
+	locks, err := c.p.ListWith(ctx, s.pacedScan(progress.examined))
 	progress.done()
 	if err != nil {
 		return s.fail(err)
@@ -65,20 +65,19 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	return ExitOK
 }
 
-// scanLocks reads every key under the namespace, sorted by key, paced (pacedScan); examined,
-// if not nil, is told how far the walk has come (see pacedScan).
-func scanLocks(ctx context.Context, p *provider.Provider, examined func(ctx context.Context, keys int64)) ([]provider.Lock, error) {
-	return p.ListWith(ctx, pacedScan(examined))
-}
-
-// pacedScan is how the CLI walks the namespace (list and the completion of keys and owners):
-// paced like the console's refreshes, within budget.Default units a second with a SCAN
-// counted as the budget.ScanCost keys it examines (docs/console-cost.md), so that a walk of a
-// database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
+// pacedScan is how the CLI walks the namespace (list, release-all and the completion of keys
+// and owners): paced like the console's refreshes, within budget.Default units a second with a
+// SCAN counted as the budget.ScanCost keys it examines (docs/console-cost.md), so that a walk of
+// a database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
 // examined, if not nil, is called before each round trip with about how many keys of the
 // database the walk's SCANs will have examined (concurrently for the masters of a Cluster).
-func pacedScan(examined func(ctx context.Context, keys int64)) provider.ScanOptions {
-	limiter := budget.New(budget.Default)
+func (s *session) pacedScan(examined func(ctx context.Context, keys int64)) provider.ScanOptions {
+	var limiter *budget.Limiter
+	if s.app.Budget != nil {
+		limiter = s.app.Budget()
+	} else {
+		limiter = budget.New(budget.Default)
+	}
 	var n atomic.Int64
 	return provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
 		if examined != nil {

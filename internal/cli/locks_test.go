@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/provider"
 )
@@ -219,6 +221,36 @@ func TestReleaseAll(t *testing.T) {
 	require.Len(t, locks, 1)
 	require.Equal(t, "d", locks[0].Key)
 	require.Equal(t, "o2", locks[0].Owner)
+}
+
+// release-all walks the database within the read budget, as list does: on a database of
+// 10,000 other keys its SCANs are charged the keys they examine, and it waits for the budget
+// (on a virtual clock here) instead of sending them as fast as Redis answers.
+func TestReleaseAllIsPacedLikeList(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pipe := e.srv.Client(t).Pipeline()
+	for i := range 30 {
+		pipe.Set(ctx, fmt.Sprintf("medusa_lock:mine:%d", i), "o1", 0)
+	}
+	for i := range 10_000 {
+		pipe.Set(ctx, fmt.Sprintf("other:%d", i), "x", 0)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+
+	lim, clock := virtualBudget()
+	app := newApp(nil, nil)
+	app.Budget = func() *budget.Limiter { return lim }
+	r := runApp(t, app, "release-all", "--owner", "o1", "--redis", e.srv.URL, "--audit-log", filepath.Join(t.TempDir(), "a.jsonl"))
+	requireCode(t, r, cli.ExitOK)
+	require.Equal(t, "released 30 locks of owner \"o1\"\n", r.stdout)
+
+	charged := lim.Charged()
+	require.GreaterOrEqual(t, charged, int64(10_000/provider.ScanCount*budget.ScanCost), "every SCAN is charged the keys it examines")
+	burst := int64(budget.Default / 10)
+	require.GreaterOrEqual(t, clock.elapsed(), time.Duration(charged-burst)*time.Second/budget.Default,
+		"release-all waited for the budget")
 }
 
 func TestObserverSeesCommandEvents(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/charmbracelet/x/term"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/tui/common"
@@ -52,15 +53,13 @@ func (s *session) progressWriter() io.Writer {
 	if stderr == nil {
 		stderr = os.Stderr
 	}
-	if f, ok := stderr.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return f
-		}
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		return f // a terminal, not any character device: /dev/null is one too
 	}
 	return nil
 }
 
-// examined is scanLocks' callback: the walk's SCANs have examined about keys keys.
+// examined is the callback of list's pacedScan: the walk's SCANs have examined about keys keys.
 func (p *walkProgress) examined(ctx context.Context, keys int64) {
 	if p.w == nil {
 		return

@@ -20,7 +20,10 @@ const HolderPrefix = "holder:"
 // when written with HolderPrefix. The pattern is a glob (Redis MATCH syntax: * ? [abc] [^a]
 // [a-z] \x) when it contains * ? or [, an exact match when it starts with "=" or is written
 // quoted as the console shows keys and owners ("" is the empty owner), a substring otherwise;
-// all ignore case. The zero Filter matches everything.
+// all ignore case. A pattern that starts with Literal is taken literally: neither a field
+// prefix, "=" nor a quote after it means anything (\=cart is the substring =cart of keys,
+// \owner:1 the substring owner:1 of keys); in a glob the backslash stays, escaping the
+// character after it as in Redis MATCH. The zero Filter matches everything.
 type Filter struct {
 	pattern string // lower case
 	owner   bool
@@ -28,6 +31,11 @@ type Filter struct {
 	glob    bool
 	exact   bool
 }
+
+// Literal, typed first, makes the rest of a filter (or of the pattern after OwnerPrefix or
+// HolderPrefix) plain text to match, so a key that reads like filter syntax (=cart, owner:1,
+// "x) can be filtered for.
+const Literal = `\`
 
 // cutField splits what the user typed into the field it names (OwnerPrefix or HolderPrefix,
 // any case; "" for keys) and the pattern after it, as typed.
@@ -59,6 +67,13 @@ func unquote(pattern string) (text string, ok bool) {
 func ParseFilter(s string) Filter {
 	field, s := cutField(s)
 	f := Filter{owner: field == OwnerPrefix, holder: field == HolderPrefix}
+	if rest, ok := strings.CutPrefix(s, Literal); ok {
+		f.pattern = strings.ToLower(s)
+		if f.glob = strings.ContainsAny(rest, "*?["); !f.glob {
+			f.pattern = strings.ToLower(rest)
+		}
+		return f
+	}
 	if rest, ok := strings.CutPrefix(s, "="); ok {
 		if text, quoted := unquote(rest); quoted {
 			rest = text

@@ -230,3 +230,37 @@ func TestQuotedFilterMatchesWhatTheConsoleShows(t *testing.T) {
 		assert.Equal(t, want, key, "filter %q", filter)
 	}
 }
+
+// Keys that read like filter syntax can be filtered for literally, with store.Literal first.
+var literalFilterTests = []struct {
+	filter string
+	want   []string
+}{
+	{`\=cart`, []string{"=cart", "=cart:2"}},
+	{`\owner:1`, []string{"owner:1"}},
+	{`\holder:web`, []string{"holder:web"}},
+	{`\"x`, []string{`"x`}},
+	{`\owner:*`, []string{"owner:1"}},       // a glob keeps its escapes: \o is o
+	{`\=cart:?`, []string{"=cart:2"}},       // so does this one
+	{`owner:\=svc`, []string{"holder:web"}}, // after owner:, the owner =svc taken literally
+	{`=cart`, []string{"cart"}},             // without it, = still names one key exactly
+	{`owner:1`, nil},                        // and owner: still filters owners
+}
+
+func TestLiteralFilter(t *testing.T) {
+	s := store.New()
+	s.Observe([]provider.Lock{
+		lock("=cart", "o", time.Minute),
+		lock("=cart:2", "o", time.Minute),
+		lock("cart", "o", time.Minute),
+		lock("owner:1", "o", time.Minute),
+		lock("holder:web", "=svc", time.Minute),
+		lock(`"x`, "o", time.Minute),
+	}, t0, 1)
+	for _, tt := range literalFilterTests {
+		v := s.Build(store.Query{Filter: tt.filter, LockSort: store.Sort{Column: store.LockByKey}}, t0)
+		assert.ElementsMatch(t, tt.want, keysOf(v), "filter %q", tt.filter)
+		_, exact := store.ExactKey(tt.filter)
+		assert.Equal(t, tt.filter == "=cart", exact, "ExactKey(%q)", tt.filter)
+	}
+}

@@ -18,6 +18,7 @@ import (
 // (the locks and hot pages define their legends).
 var Notes = []string{
 	"filter: substring · glob * ? [ · =key (read at once) · owner:… · holder:…",
+	`  a leading \ takes the rest literally: \=cart finds keys with "=cart" in them`,
 	"states: NO TTL never expires · EXPIRING <20% of lease or <5s · RENEWED · GONE",
 	locks.Legend,
 	"hot: " + hot.Legend,
