@@ -213,3 +213,54 @@ func TestOurRecordSurvivesASameOwnerReentryAndRenewals(t *testing.T) {
 	require.Len(t, locks, 1)
 	require.NotNil(t, locks[0].Record, "List shows the record of our live lock")
 }
+
+// Every script of ours that sets a lock's expiry gives its holder record the same one
+// (followLock in lib.lua): a take, a re-entry that changes the TTL or drops it, a renewal and
+// a give-back after a failed acquisition. Get shows the record after each; this is what lets
+// a read tell our record from one a stock re-take left behind.
+func TestOurScriptsGiveTheRecordTheLocksExpiry(t *testing.T) {
+	e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
+	c := ctx(t)
+	requireFollows := func(k, step string) {
+		t.Helper()
+		lockAt := e.rdb.PExpireTime(c, e.key(k)).Val()
+		recAt := e.rdb.PExpireTime(c, provider.RecordKey(e.key(k))).Val()
+		require.Equal(t, lockAt, recAt, "%s: the record's expiry is the lock's", step)
+		l, ok, err := e.p.Get(c, k)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NotNil(t, l.Record, "%s: Get shows the record", step)
+	}
+	take := func(k string, expire time.Duration) {
+		t.Helper()
+		require.NoError(t, e.p.Acquire(c, []string{k}, provider.AcquireOptions{Owner: "w", Expire: expire}))
+	}
+
+	take("k", time.Minute)
+	requireFollows("k", "a take")
+	take("k", 30*time.Second)
+	requireFollows("k", "a re-entry with another TTL")
+	take("k", provider.NoExpiry)
+	requireFollows("k", "a re-entry without expiry")
+	take("k", 45*time.Second)
+	requireFollows("k", "a re-entry that gives an expiry back")
+	take("p", provider.NoExpiry)
+	requireFollows("p", "a take without expiry")
+
+	// A failed acquisition of k and a busy key gives k back its lifetime and record.
+	e.set("busy", "other", time.Minute)
+	call, cancel := context.WithTimeout(c, 100*time.Millisecond)
+	defer cancel()
+	err := e.p.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: "w", Expire: 5 * time.Second})
+	require.ErrorIs(t, err, provider.ErrNotAcquired)
+	require.Greater(t, e.rdb.PTTL(c, e.key("k")).Val(), 30*time.Second, "k got its lifetime back")
+	requireFollows("k", "a give-back")
+
+	lease, err := e.p.AcquireLease(c, []string{"r"}, provider.LeaseOptions{Owner: "w", Expire: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
+	first := e.rdb.PExpireTime(c, e.key("r")).Val()
+	require.Eventually(t, func() bool { return e.rdb.PExpireTime(c, e.key("r")).Val() != first },
+		5*time.Second, 10*time.Millisecond, "the lease was never renewed")
+	requireFollows("r", "a renewal")
+}
