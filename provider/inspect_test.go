@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/locktui/locktui/provider"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -143,6 +145,8 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 		e.set(fmt.Sprintf("k%03d", i), "o", 0)
 	}
 	var scans, reads, trips int
+	sent := &readCounter{}
+	e.pc.AddHook(sent)
 	got := 0
 	err := e.p.ScanWith(c, provider.ScanOptions{Pace: func(_ context.Context, s, r int) error {
 		scans, reads, trips = scans+s, reads+r, trips+1
@@ -153,13 +157,42 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, got, n)
-	require.Equal(t, 3*got, reads, "a GET, a PTTL and an HGETALL of the holder record per key read, each told to Pace")
+	require.Equal(t, provider.ReadsPerKey*got, reads, "ReadsPerKey reads per key read told to Pace")
+	require.Equal(t, int64(reads), sent.n.Load(), "the reads told to Pace are the reads sent")
 	require.Equal(t, scans+1, trips, "each SCAN after the first rides with the reads of the batch before")
 
 	stop := errors.New("over budget")
 	err = e.p.ScanWith(c, provider.ScanOptions{Pace: func(context.Context, int, int) error { return stop }},
 		func([]provider.Lock) error { t.Fatal("nothing is read once Pace refused"); return nil })
 	require.ErrorIs(t, err, stop)
+}
+
+// readCounter is a go-redis hook that counts the reads of locks and records sent: GET, PTTL and
+// HGETALL.
+type readCounter struct{ n atomic.Int64 }
+
+func (r *readCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *readCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (r *readCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.count(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (r *readCounter) count(cmds []redis.Cmder) {
+	for _, cmd := range cmds {
+		if name := cmd.Name(); name == "get" || name == "pttl" || name == "hgetall" {
+			r.n.Add(1)
+		}
+	}
 }
 
 func TestReadReportsFoundAndAbsent(t *testing.T) {
@@ -212,6 +245,79 @@ func TestOurRecordSurvivesASameOwnerReentryAndRenewals(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, locks, 1)
 	require.NotNil(t, locks[0].Record, "List shows the record of our live lock")
+}
+
+// stockTake takes lock key k for owner as stock Medusa does: SET key owner NX [EX secs] (0: no
+// expiry). Stock writes no holder record and touches none.
+func (e *env) stockTake(k, owner string, secs int) {
+	e.t.Helper()
+	args := []any{"SET", e.key(k), owner, "NX"}
+	if secs > 0 {
+		args = append(args, "EX", secs)
+	}
+	require.NoError(e.t, e.rdb.Do(context.Background(), args...).Err(), "stock's SET NX of %q", k)
+}
+
+// requireNoRecord asserts that Get, Read and List all show lock key k without a holder record.
+func (e *env) requireNoRecord(k string) {
+	e.t.Helper()
+	c := ctx(e.t)
+	l, ok, err := e.p.Get(c, k)
+	require.NoError(e.t, err)
+	require.True(e.t, ok, "%q is held", k)
+	require.Nil(e.t, l.Record, "Get shows no holder record for %q", k)
+	found, _, err := e.p.Read(c, []string{k})
+	require.NoError(e.t, err)
+	require.Len(e.t, found, 1)
+	require.Nil(e.t, found[0].Record, "Read shows no holder record for %q", k)
+	locks, err := e.p.List(c)
+	require.NoError(e.t, err)
+	for _, l := range locks {
+		if l.Key == k {
+			require.Nil(e.t, l.Record, "List shows no holder record for %q", k)
+		}
+	}
+}
+
+// A stock process that releases our lock under an owner id it shares with us ("*", or a named
+// owner), and takes the key again with SET NX, leaves our holder record in place: stock writes
+// and deletes none. The record still names the lock's owner, but not its expiry (the record
+// keeps the one our hold gave it), so Get, Read and List must show no holder record rather
+// than name our process as the holder of stock's lock.
+var stockRetakes = []struct {
+	name  string
+	owner string
+	ours  time.Duration // our hold's Expire
+	stock int           // stock's EX in seconds; 0: none
+	after time.Duration // how long after our take stock takes the key again
+}{
+	{"anonymous owner, shorter TTL", "*", time.Minute, 30, 0},
+	{"named owner, shorter TTL", "w", time.Minute, 30, 0},
+	{"named owner, stock without expiry", "w", time.Minute, 0, 0},
+	{"named owner, ours without expiry", "w", provider.NoExpiry, 30, 0},
+	{"anonymous owner, same TTL a moment later", "*", time.Minute, 60, 100 * time.Millisecond},
+}
+
+func TestAStockRetakeUnderASharedOwnerShowsNoHolderRecord(t *testing.T) {
+	for _, tc := range stockRetakes {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			c := ctx(t)
+			require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: tc.owner, Expire: tc.ours}))
+			time.Sleep(tc.after)
+			// Stock's release: DEL when GET is the owner; the record stays.
+			e.requireOwner("k", tc.owner)
+			require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
+			e.stockTake("k", tc.owner, tc.stock)
+			require.Equal(t, int64(1), e.rdb.Exists(c, provider.RecordKey(e.key("k"))).Val(), "our record outlives our hold")
+
+			e.requireNoRecord("k")
+			rec, ok, err := e.p.HolderRecord(c, "k")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.False(t, rec.Current, "locktui get says the record is not current")
+		})
+	}
 }
 
 // Every script of ours that sets a lock's expiry gives its holder record the same one
