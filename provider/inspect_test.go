@@ -222,10 +222,10 @@ func TestHolderStringEscapesEveryField(t *testing.T) {
 		provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge}.String())
 }
 
-// A lock of ours keeps its holder record in List and Get after a re-entry by the same owner
-// (which writes its own claim) and the first lease's renewals (which move the lock's expiry
-// but not the expiry the re-entry's claim noted): a check of the record against the lock must
-// not take it for a stale one.
+// A lock of ours keeps its holder record in List and Get, and HolderRecord calls it current,
+// after a re-entry by the same owner (which writes its own claim) and the first lease's
+// renewals (which move the lock's expiry but not the expiry the re-entry's claim noted): a
+// check of the record against the lock must not take it for a stale one.
 func TestOurRecordSurvivesASameOwnerReentryAndRenewals(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
@@ -245,6 +245,10 @@ func TestOurRecordSurvivesASameOwnerReentryAndRenewals(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, locks, 1)
 	require.NotNil(t, locks[0].Record, "List shows the record of our live lock")
+	rec, ok, err := e.p.HolderRecord(c, "k")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, rec.Current, "locktui get says the record of our live lock is current")
 }
 
 // stockTake takes lock key k for owner as stock Medusa does: SET key owner NX [EX secs] (0: no
