@@ -71,7 +71,8 @@ func (p *Provider) Acquire(ctx context.Context, keys []string, opts AcquireOptio
 
 // AcquireTokens is Acquire that also returns the fencing token of every key it took (see
 // docs/fencing.md): a new one for a key that was free, the hold's own for a key its owner
-// already held. On failure the map is nil.
+// already held (a new one when no holder record of ours describes that hold: a stock process
+// took the key under the same owner). On failure the map is nil.
 func (p *Provider) AcquireTokens(ctx context.Context, keys []string, opts AcquireOptions) (map[string]int64, error) {
 	if len(keys) == 0 {
 		return nil, nil

@@ -41,8 +41,9 @@
 // acquisition holds the keys; HolderRecord reads one (locktui get shows it), and says whether it
 // still describes the lock. Stock processes and stock's releaseAll never see the records (a lock
 // that a stock process deletes leaves its record behind until the expiry it had, or until the
-// key is next taken here when it had none; Lock.Record ignores a record of another owner, but
-// not one of the same owner: see docs/fencing.md, "an owner id shared with stock processes").
+// key is next taken here when it had none; Lock.Record ignores a record of another owner, or
+// whose own expiry is not the lock's, as when a stock process took the key again under the same
+// owner: see docs/fencing.md, "an owner id shared with stock processes").
 //
 // Fencing tokens: every acquisition that takes a free key gets a token strictly greater than
 // every earlier one on that key (fence.go, docs/fencing.md): Lease.FencingToken,

@@ -141,3 +141,45 @@ func TestExecuteJobReadsItsFencingToken(t *testing.T) {
 	require.Equal(t, got, all["x"])
 	require.Positive(t, all["y"])
 }
+
+// A re-entry of ours under an owner shared with stock, after a stock process released our hold
+// and took the key again (leaving our record behind), does not join our ended hold: it is a new
+// hold, with a new token above the old one and a fresh record. A give-back of such a re-entry
+// leaves stock's lock as it was, without a record. A re-entry of our own live hold still joins
+// it (TestFencingTokensIncreasePerKey).
+func TestAReentryAfterAStockRetakeIsANewHold(t *testing.T) {
+	for _, owner := range []string{"w", "shared-svc"} {
+		t.Run(owner, func(t *testing.T) {
+			e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
+			c := ctx(t)
+			old := e.token(e.p, "k", owner)
+			oldRec, _, err := e.p.HolderRecord(c, "k")
+			require.NoError(t, err)
+			time.Sleep(5 * time.Millisecond) // so that a new hold's since differs
+			require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
+			e.stockTake("k", owner, 30)
+
+			// A failed re-entry (with a busy key) gives stock's lock back as it was.
+			stockAt := e.rdb.PExpireTime(c, e.key("k")).Val()
+			e.set("busy", "other", time.Minute)
+			call, cancel := context.WithTimeout(c, 100*time.Millisecond)
+			defer cancel()
+			err = e.p.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute})
+			require.ErrorIs(t, err, provider.ErrNotAcquired)
+			e.requireOwner("k", owner)
+			require.Equal(t, stockAt, e.rdb.PExpireTime(c, e.key("k")).Val(), "stock's expiry is put back")
+			e.requireNoRecord("k")
+
+			tok := e.token(e.p, "k", owner)
+			require.Greater(t, tok, old, "a new hold gets a new token")
+			l, ok, err := e.p.Get(c, "k")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.NotNil(t, l.Record, "the re-entry wrote a fresh record")
+			require.Equal(t, tok, l.Record.FencingToken)
+			require.True(t, l.Record.AcquiredAt.After(oldRec.Hold.AcquiredAt), "the hold begins at the re-entry")
+
+			require.Equal(t, tok, e.token(e.p, "k", owner), "a re-entry of this live hold joins it")
+		})
+	}
+}

@@ -27,10 +27,11 @@ type Lock struct {
 	// Foreign is true for a key under the namespace that is not a lock (not a string).
 	Foreign bool
 	// Record is the lock's holder record: nil when the lock has none (taken by stock Medusa,
-	// or by a version of this project that wrote none) or has one of another owner. Only the
-	// owner is compared: a record that a stock release left behind is taken for the lock's when
-	// a stock process takes the key again under the same owner id before the record expires
-	// (HolderRecord also compares the expiry; docs/fencing.md).
+	// or by a version of this project that wrote none), or has one that does not describe the
+	// current hold: of another owner, or whose own expiry is not the lock's (recordFollows),
+	// such as the record an earlier hold of ours left when a stock process took the key again
+	// under the same owner id. A lock and a record both without expiry are taken for the same
+	// hold (docs/fencing.md).
 	Record *Record
 }
 
@@ -42,9 +43,8 @@ const ScanCount = 100
 // ScanOptions tune ScanWith. The zero value walks as fast as Redis answers.
 type ScanOptions struct {
 	// Pace is called before each round trip with what it is about to send: scans SCANs (each
-	// examining about ScanCount keys of the database) and reads GETs, PTTLs and HGETALLs of
-	// holder records. It may wait (a
-	// budget: the console's) and its error ends the walk. On a Cluster it is called
+	// examining about ScanCount keys of the database) and reads, ReadsPerKey per key. It may
+	// wait (a budget: the console's) and its error ends the walk. On a Cluster it is called
 	// concurrently for the masters. nil: no pacing.
 	Pace func(ctx context.Context, scans, reads int) error
 }
@@ -55,11 +55,12 @@ func (p *Provider) Scan(ctx context.Context, fn func([]Lock) error) error {
 }
 
 // ScanWith walks every lock under the namespace with SCAN … MATCH <namespace>* and calls fn with
-// each batch, read with one pipeline of GET, PTTL and HGETALL (the holder record) per batch; the SCAN for the next batch
-// rides in that pipeline, so a walk takes one round trip per batch plus one. A key of another
-// type is reported as Foreign instead of failing the walk; a key that vanished between SCAN and
-// the reads is left out. fn is never called concurrently (the masters of a Cluster are scanned
-// in parallel); an error from fn or from opts.Pace ends the walk and is returned as is.
+// each batch, read with one pipeline per batch of ReadsPerKey reads per key (queueReads); the
+// SCAN for the next batch rides in that pipeline, so a walk takes one round trip per batch plus
+// one. A key of another type is reported as Foreign instead of failing the walk; a key that
+// vanished between SCAN and the reads is left out. fn is never called concurrently (the masters
+// of a Cluster are scanned in parallel); an error from fn or from opts.Pace ends the walk and is
+// returned as is.
 func (p *Provider) ScanWith(ctx context.Context, opts ScanOptions, fn func([]Lock) error) error {
 	pace := opts.Pace
 	if pace == nil {
@@ -153,9 +154,9 @@ func (p *Provider) Get(ctx context.Context, key string) (lock Lock, ok bool, err
 	return found[0], true, nil
 }
 
-// Read reads keys (without namespace) with one pipeline of GET, PTTL and HGETALL (the holder
-// record, in the lock's slot): the locks found, and the keys that do not exist. A key of
-// another type is a Foreign lock.
+// Read reads keys (without namespace) with one pipeline of ReadsPerKey reads per key (the lock
+// and its holder record, in the lock's slot): the locks found, and the keys that do not exist.
+// A key of another type is a Foreign lock.
 func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absent []string, err error) {
 	if len(keys) == 0 {
 		return nil, nil, nil
@@ -166,21 +167,26 @@ func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absen
 	return parse()
 }
 
-// ReadsPerKey is the number of commands Read and ScanWith send per key read: GET, PTTL and
-// HGETALL of the holder record.
-const ReadsPerKey = 3
+// ReadsPerKey is the number of commands Read and ScanWith send per key read: GET and PTTL of
+// the lock, PTTL of its holder record (to tell whether the record is the current hold's:
+// recordFollows) and HGETALL of the record.
+const ReadsPerKey = 4
 
-// queueReads queues a GET, a PTTL and an HGETALL of the holder record per key on pipe and
-// returns the function that parses them after Exec: a key of another type is Foreign, a key
-// that vanished between the reads is absent.
+// queueReads queues the ReadsPerKey reads of each key on pipe (the two PTTLs one after the
+// other, so that little time passes between them) and returns the function that parses them
+// after Exec: a key of another type is Foreign, a key that vanished between the reads is
+// absent, and a holder record is the lock's only when it has the lock's owner and expiry.
 func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []string) func() ([]Lock, []string, error) {
 	gets := make([]*redis.StringCmd, len(keys))
 	ttls := make([]*redis.DurationCmd, len(keys))
+	recTTLs := make([]*redis.DurationCmd, len(keys))
 	recs := make([]*redis.MapStringStringCmd, len(keys))
 	for i, key := range keys {
-		gets[i] = pipe.Get(ctx, p.RedisKey(key))
-		ttls[i] = pipe.PTTL(ctx, p.RedisKey(key))
-		recs[i] = pipe.HGetAll(ctx, recordKey(p.RedisKey(key)))
+		rk := p.RedisKey(key)
+		gets[i] = pipe.Get(ctx, rk)
+		ttls[i] = pipe.PTTL(ctx, rk)
+		recTTLs[i] = pipe.PTTL(ctx, recordKey(rk))
+		recs[i] = pipe.HGetAll(ctx, recordKey(rk))
 	}
 	return func() (found []Lock, absent []string, _ error) {
 		found = make([]Lock, 0, len(keys))
@@ -200,23 +206,64 @@ func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []
 			if err != nil {
 				return nil, nil, fmt.Errorf("read the TTL of %q: %w", key, err)
 			}
+			lockMs := pttlMs(ttl)
 			switch {
-			// go-redis returns PTTL's -2 and -1 unscaled (some versions scaled to ms).
-			case ttl == -2*time.Nanosecond || ttl == -2*time.Millisecond:
+			case lockMs == -2:
 				absent = append(absent, key) // expired between GET and PTTL
 				continue
-			case ttl < 0:
+			case lockMs < 0:
 				l.TTL = NoExpiry
 			default:
 				l.TTL = ttl
 			}
-			if fields, err := recs[i].Result(); err == nil && !l.Foreign {
+			fields, err := recs[i].Result()
+			recTTL, ttlErr := recTTLs[i].Result()
+			if err == nil && ttlErr == nil && !l.Foreign && recordFollows(lockMs, pttlMs(recTTL)) {
 				l.Record = parseRecord(fields, l.Owner)
 			}
 			found = append(found, l)
 		}
 		return found, absent, nil
 	}
+}
+
+// pttlMs is a PTTL reply in milliseconds, -1 (no expiry) and -2 (no key) as Redis sends them:
+// go-redis returns those unscaled (some versions scaled them to ms).
+func pttlMs(d time.Duration) int64 {
+	switch d {
+	case -1, -time.Millisecond:
+		return -1
+	case -2, -2 * time.Millisecond:
+		return -2
+	}
+	return d.Milliseconds()
+}
+
+// recordTTLTolerance is how far, in milliseconds, the PTTL of a holder record may be from its
+// lock's, both read in one pipeline, for the record to be the current hold's. Our scripts give
+// the record the lock's very expiry (PEXPIREAT to the lock's PEXPIRETIME: lib.lua, followLock),
+// so on Redis 7 and later the two differ only by the clock's ticks between the two PTTLs,
+// which Redis reads one after the other (0 or 1 ms, more only when the server stalls between
+// them); servers before Redis 7 compute the expiry from TIME and PTTL, one more millisecond.
+// Stock Medusa's SET NX EX and renewals give the lock an expiry of their own, a whole number
+// of seconds from when they run: it falls within the tolerance of our record's only when stock
+// took the key again within a few milliseconds of our take or renewal, with the same TTL.
+const recordTTLTolerance = 5
+
+// recordFollows reports whether a holder record whose key has PTTL recMs (ms; -1: no expiry,
+// -2: no record) describes the current hold of a lock with PTTL lockMs: whether it has the
+// lock's expiry. Every script of ours that sets a lock's expiry gives its record the same one
+// (followLock in lib.lua), and stock's writes (SET NX EX, renewals, DEL) never touch the
+// record: a record left by an earlier hold of ours, when a stock process took the key again
+// under the same owner id, keeps that hold's expiry, and a stock renewal of our hold moves the
+// lock's expiry away from the record's (until our next renewal brings it along). A lock
+// without expiry and a record without expiry are taken for the same hold: they cannot be told
+// apart.
+func recordFollows(lockMs, recMs int64) bool {
+	if lockMs < 0 || recMs < 0 {
+		return lockMs == -1 && recMs == -1
+	}
+	return max(lockMs-recMs, recMs-lockMs) <= recordTTLTolerance
 }
 
 // trimNamespace returns redisKeys without the namespace ns.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/locktui/locktui/provider"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -143,6 +145,8 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 		e.set(fmt.Sprintf("k%03d", i), "o", 0)
 	}
 	var scans, reads, trips int
+	sent := &readCounter{}
+	e.pc.AddHook(sent)
 	got := 0
 	err := e.p.ScanWith(c, provider.ScanOptions{Pace: func(_ context.Context, s, r int) error {
 		scans, reads, trips = scans+s, reads+r, trips+1
@@ -153,13 +157,42 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 	})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, got, n)
-	require.Equal(t, 3*got, reads, "a GET, a PTTL and an HGETALL of the holder record per key read, each told to Pace")
+	require.Equal(t, provider.ReadsPerKey*got, reads, "ReadsPerKey reads per key read told to Pace")
+	require.Equal(t, int64(reads), sent.n.Load(), "the reads told to Pace are the reads sent")
 	require.Equal(t, scans+1, trips, "each SCAN after the first rides with the reads of the batch before")
 
 	stop := errors.New("over budget")
 	err = e.p.ScanWith(c, provider.ScanOptions{Pace: func(context.Context, int, int) error { return stop }},
 		func([]provider.Lock) error { t.Fatal("nothing is read once Pace refused"); return nil })
 	require.ErrorIs(t, err, stop)
+}
+
+// readCounter is a go-redis hook that counts the reads of locks and records sent: GET, PTTL and
+// HGETALL.
+type readCounter struct{ n atomic.Int64 }
+
+func (r *readCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *readCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.count([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (r *readCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.count(cmds)
+		return next(ctx, cmds)
+	}
+}
+
+func (r *readCounter) count(cmds []redis.Cmder) {
+	for _, cmd := range cmds {
+		if name := cmd.Name(); name == "get" || name == "pttl" || name == "hgetall" {
+			r.n.Add(1)
+		}
+	}
 }
 
 func TestReadReportsFoundAndAbsent(t *testing.T) {
@@ -189,10 +222,10 @@ func TestHolderStringEscapesEveryField(t *testing.T) {
 		provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge}.String())
 }
 
-// A lock of ours keeps its holder record in List and Get after a re-entry by the same owner
-// (which writes its own claim) and the first lease's renewals (which move the lock's expiry
-// but not the expiry the re-entry's claim noted): a check of the record against the lock must
-// not take it for a stale one.
+// A lock of ours keeps its holder record in List and Get, and HolderRecord calls it current,
+// after a re-entry by the same owner (which writes its own claim) and the first lease's
+// renewals (which move the lock's expiry but not the expiry the re-entry's claim noted): a
+// check of the record against the lock must not take it for a stale one.
 func TestOurRecordSurvivesASameOwnerReentryAndRenewals(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
@@ -212,4 +245,132 @@ func TestOurRecordSurvivesASameOwnerReentryAndRenewals(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, locks, 1)
 	require.NotNil(t, locks[0].Record, "List shows the record of our live lock")
+	rec, ok, err := e.p.HolderRecord(c, "k")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, rec.Current, "locktui get says the record of our live lock is current")
+}
+
+// stockTake takes lock key k for owner as stock Medusa does: SET key owner NX [EX secs] (0: no
+// expiry). Stock writes no holder record and touches none.
+func (e *env) stockTake(k, owner string, secs int) {
+	e.t.Helper()
+	args := []any{"SET", e.key(k), owner, "NX"}
+	if secs > 0 {
+		args = append(args, "EX", secs)
+	}
+	require.NoError(e.t, e.rdb.Do(context.Background(), args...).Err(), "stock's SET NX of %q", k)
+}
+
+// requireNoRecord asserts that Get, Read and List all show lock key k without a holder record.
+func (e *env) requireNoRecord(k string) {
+	e.t.Helper()
+	c := ctx(e.t)
+	l, ok, err := e.p.Get(c, k)
+	require.NoError(e.t, err)
+	require.True(e.t, ok, "%q is held", k)
+	require.Nil(e.t, l.Record, "Get shows no holder record for %q", k)
+	found, _, err := e.p.Read(c, []string{k})
+	require.NoError(e.t, err)
+	require.Len(e.t, found, 1)
+	require.Nil(e.t, found[0].Record, "Read shows no holder record for %q", k)
+	locks, err := e.p.List(c)
+	require.NoError(e.t, err)
+	for _, l := range locks {
+		if l.Key == k {
+			require.Nil(e.t, l.Record, "List shows no holder record for %q", k)
+		}
+	}
+}
+
+// A stock process that releases our lock under an owner id it shares with us ("*", or a named
+// owner), and takes the key again with SET NX, leaves our holder record in place: stock writes
+// and deletes none. The record still names the lock's owner, but not its expiry (the record
+// keeps the one our hold gave it), so Get, Read and List must show no holder record rather
+// than name our process as the holder of stock's lock.
+var stockRetakes = []struct {
+	name  string
+	owner string
+	ours  time.Duration // our hold's Expire
+	stock int           // stock's EX in seconds; 0: none
+	after time.Duration // how long after our take stock takes the key again
+}{
+	{"anonymous owner, shorter TTL", "*", time.Minute, 30, 0},
+	{"named owner, shorter TTL", "w", time.Minute, 30, 0},
+	{"named owner, stock without expiry", "w", time.Minute, 0, 0},
+	{"named owner, ours without expiry", "w", provider.NoExpiry, 30, 0},
+	{"anonymous owner, same TTL a moment later", "*", time.Minute, 60, 100 * time.Millisecond},
+}
+
+func TestAStockRetakeUnderASharedOwnerShowsNoHolderRecord(t *testing.T) {
+	for _, tc := range stockRetakes {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			c := ctx(t)
+			require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: tc.owner, Expire: tc.ours}))
+			time.Sleep(tc.after)
+			// Stock's release: DEL when GET is the owner; the record stays.
+			e.requireOwner("k", tc.owner)
+			require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
+			e.stockTake("k", tc.owner, tc.stock)
+			require.Equal(t, int64(1), e.rdb.Exists(c, provider.RecordKey(e.key("k"))).Val(), "our record outlives our hold")
+
+			e.requireNoRecord("k")
+			rec, ok, err := e.p.HolderRecord(c, "k")
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.False(t, rec.Current, "locktui get says the record is not current")
+		})
+	}
+}
+
+// Every script of ours that sets a lock's expiry gives its holder record the same one
+// (followLock in lib.lua): a take, a re-entry that changes the TTL or drops it, a renewal and
+// a give-back after a failed acquisition. Get shows the record after each; this is what lets
+// a read tell our record from one a stock re-take left behind.
+func TestOurScriptsGiveTheRecordTheLocksExpiry(t *testing.T) {
+	e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
+	c := ctx(t)
+	requireFollows := func(k, step string) {
+		t.Helper()
+		lockAt := e.rdb.PExpireTime(c, e.key(k)).Val()
+		recAt := e.rdb.PExpireTime(c, provider.RecordKey(e.key(k))).Val()
+		require.Equal(t, lockAt, recAt, "%s: the record's expiry is the lock's", step)
+		l, ok, err := e.p.Get(c, k)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NotNil(t, l.Record, "%s: Get shows the record", step)
+	}
+	take := func(k string, expire time.Duration) {
+		t.Helper()
+		require.NoError(t, e.p.Acquire(c, []string{k}, provider.AcquireOptions{Owner: "w", Expire: expire}))
+	}
+
+	take("k", time.Minute)
+	requireFollows("k", "a take")
+	take("k", 30*time.Second)
+	requireFollows("k", "a re-entry with another TTL")
+	take("k", provider.NoExpiry)
+	requireFollows("k", "a re-entry without expiry")
+	take("k", 45*time.Second)
+	requireFollows("k", "a re-entry that gives an expiry back")
+	take("p", provider.NoExpiry)
+	requireFollows("p", "a take without expiry")
+
+	// A failed acquisition of k and a busy key gives k back its lifetime and record.
+	e.set("busy", "other", time.Minute)
+	call, cancel := context.WithTimeout(c, 100*time.Millisecond)
+	defer cancel()
+	err := e.p.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: "w", Expire: 5 * time.Second})
+	require.ErrorIs(t, err, provider.ErrNotAcquired)
+	require.Greater(t, e.rdb.PTTL(c, e.key("k")).Val(), 30*time.Second, "k got its lifetime back")
+	requireFollows("k", "a give-back")
+
+	lease, err := e.p.AcquireLease(c, []string{"r"}, provider.LeaseOptions{Owner: "w", Expire: time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
+	first := e.rdb.PExpireTime(c, e.key("r")).Val()
+	require.Eventually(t, func() bool { return e.rdb.PExpireTime(c, e.key("r")).Val() != first },
+		5*time.Second, 10*time.Millisecond, "the lease was never renewed")
+	requireFollows("r", "a renewal")
 }

@@ -21,14 +21,16 @@ type HolderRecord struct {
 	// Claim is the id of the acquisition call that wrote the record (AcquireOptions.Claim).
 	Claim string
 	// ExpireAt is the lock's expiry that call (or a renewal under its claim) left, in Redis
-	// server time; zero when it left the lock without expiry.
+	// server time; zero when it left the lock without expiry. A renewal under another claim of
+	// the same owner (an earlier lease, after a re-entry) moves the lock's expiry, not this.
 	ExpireAt time.Time
 	// Reentered is true when the call re-entered a lock its owner already held.
 	Reentered bool
 	// Current reports whether the record still describes the lock: the lock exists with the
-	// record's owner and, on servers that report absolute expiries (Redis 7 and later), with the
-	// expiry the record notes. It is false when the lock changed since the record was written by
-	// a client that writes none (stock Medusa, or a plain SET), or is gone.
+	// record's owner, and the record key's own expiry is the lock's (as for Lock.Record; our
+	// scripts give the record the lock's expiry whenever they set it, ExpireAt or not). It is
+	// false when the lock changed since the record was written by a client that writes none
+	// (stock Medusa, or a plain SET or EXPIRE), or is gone.
 	Current bool
 	// Fields are every field of the record as stored, the ones above included.
 	Fields map[string]string
@@ -36,10 +38,6 @@ type HolderRecord struct {
 	// (as Lock.Record); nil for a record written before this project kept them.
 	Hold *Record
 }
-
-// expiryTolerance is how far, in milliseconds, a record's expiry may be from the lock's and still
-// be the same one (servers before Redis 7 compute it from PTTL and TIME; see lib.lua).
-const expiryTolerance = 2
 
 // HolderRecord reads the holder record of key (without namespace) and checks it against the
 // lock, in one round trip; ok is false when there is none. It only reads.
@@ -49,7 +47,8 @@ func (p *Provider) HolderRecord(ctx context.Context, key string) (rec HolderReco
 	pipe := p.client.Pipeline()
 	fields := pipe.HGetAll(ctx, rec.Key)
 	owner := pipe.Get(ctx, rk)
-	at := pipe.PExpireTime(ctx, rk)
+	lockTTL := pipe.PTTL(ctx, rk)
+	recTTL := pipe.PTTL(ctx, rec.Key)
 	_, _ = pipe.Exec(ctx)
 	rec.Fields, err = fields.Result()
 	if err != nil {
@@ -62,8 +61,8 @@ func (p *Provider) HolderRecord(ctx context.Context, key string) (rec HolderReco
 	if _, ok := rec.Fields["fence"]; ok {
 		rec.Hold = parseRecord(rec.Fields, rec.Owner)
 	}
-	recAt, atErr := strconv.ParseInt(rec.Fields["at"], 10, 64)
-	if atErr == nil && recAt >= 0 {
+	recAt, err := strconv.ParseInt(rec.Fields["at"], 10, 64)
+	if err == nil && recAt >= 0 {
 		rec.ExpireAt = time.UnixMilli(recAt)
 	}
 	current, err := owner.Result()
@@ -73,16 +72,14 @@ func (p *Provider) HolderRecord(ctx context.Context, key string) (rec HolderReco
 	case err != nil:
 		return HolderRecord{}, false, fmt.Errorf("read %q: %w", key, err)
 	}
-	rec.Current = current == rec.Owner
-	if lockAt, err := at.Result(); err == nil && atErr == nil {
-		// PEXPIRETIME returns -1 (no expiry) unscaled, like the record's "at".
-		ms := int64(lockAt)
-		if lockAt > 0 {
-			ms = lockAt.Milliseconds()
-		}
-		rec.Current = rec.Current && max(ms-recAt, recAt-ms) <= expiryTolerance
-	} else if err != nil && !IsReplyError(err) {
-		return HolderRecord{}, false, fmt.Errorf("read the expiry of %q: %w", key, err)
+	lockMs, err := lockTTL.Result()
+	if err != nil {
+		return HolderRecord{}, false, fmt.Errorf("read the TTL of %q: %w", key, err)
 	}
+	recMs, err := recTTL.Result()
+	if err != nil {
+		return HolderRecord{}, false, fmt.Errorf("read the TTL of the holder record of %q: %w", key, err)
+	}
+	rec.Current = current == rec.Owner && recordFollows(pttlMs(lockMs), pttlMs(recMs))
 	return rec, true, nil
 }

@@ -392,7 +392,7 @@ func TestHelpStatesTheCostOfARefresh(t *testing.T) {
 	})
 	press(m, "?")
 	out := screen(m)
-	assert.Contains(t, out, "SCAN walks the whole db: 100 per SCAN + 3 per lock, ≤ 20,000/s")
+	assert.Contains(t, out, fmt.Sprintf("SCAN walks the whole db: 100 per SCAN + %d per lock, ≤ 20,000/s", provider.ReadsPerKey))
 	assert.Contains(t, out, "last refresh: 5,000 SCAN (~500,000 keys) + 12 reads = 500,012 ≥ 25.0s")
 	press(m, "esc")
 	assert.Contains(t, screen(m), "poll 25s (budget 20,000/s)", "the status bar says the budget stretched the poll")

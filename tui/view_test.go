@@ -63,11 +63,12 @@ func TestSamplingStatesItsCost(t *testing.T) {
 	assert.Equal(t, "stuck:job", m.sampler.Keys()[0], "the selected key first")
 	assert.Len(t, m.sampler.Keys(), 4, "the keys on screen")
 	out := screen(m)
-	assert.Contains(t, out, "sampling 30s: +49 cmds/s", "4 keys × 3 commands × 4/s + INFO")
+	perSec := 4*provider.ReadsPerKey*4 + 1 // 4 keys × ReadsPerKey commands × 4/s + INFO
+	assert.Contains(t, out, fmt.Sprintf("sampling 30s: +%d cmds/s", perSec), "4 keys × ReadsPerKey commands × 4/s + INFO")
 	status(m, func(st *source.Status) {
 		st.Sample = source.SampleRun{ID: m.sampleRun, Stats: source.SampleStats{Left: 12 * time.Second, ScriptCallsPerSec: 40}}
 	})
-	assert.Contains(t, screen(m), "sampling 12s: +49 cmds/s, 40 script calls/s", "the watcher's last step")
+	assert.Contains(t, screen(m), fmt.Sprintf("sampling 12s: +%d cmds/s, 40 script calls/s", perSec), "the watcher's last step")
 	press(m, "p")
 	assert.Nil(t, m.sampler)
 	assert.Contains(t, screen(m), "sampling stopped")

@@ -14,9 +14,9 @@
 -- ARGV[7] to ARGV[10] name the taking process in the record: host, pid, program, client kind.
 -- Returns {status, fencing token}: status 1 for a fresh lock (with a new token), 0 when someone
 -- else holds it (or is ahead in the queue), 2 for a re-entry by the same owner (with the hold's
--- token, or a new one when the hold has none), -n when the lock is free but left to others for n
--- more ms, and 3 when it is held by a process that writes no holder record whose turn is over;
--- the token is 0 unless the call holds the lock.
+-- token, or a new one when no record of ours describes the hold), -n when the lock is free but
+-- left to others for n more ms, and 3 when it is held by a process that writes no holder record
+-- whose turn is over; the token is 0 unless the call holds the lock.
 local ttl = tonumber(ARGV[2])
 local mode = ARGV[4]
 local fair = mode == 'join' or mode == 'check'
@@ -107,9 +107,17 @@ if current == '*' or current ~= ARGV[1] then
   end
   return held()
 end
--- A re-entry: keep what the lock was before, so that a call that fails can put it back.
+-- A re-entry: keep what the lock was before, so that a call that fails can put it back. The
+-- record is the hold's only when it names the owner and has the lock's expiry (every script of
+-- ours gives it that: followLock). One of another expiry was left by an earlier hold of ours
+-- that a process that writes no record (stock, under the same owner id) released before taking
+-- the key again, or describes a hold that such a process renewed: the re-entry does not join
+-- it (a new hold: since now, a new token), and a give-back puts the lock back without it.
 local prev = {at = expireAt(KEYS[1])}
 local before = readRecord()
+if before and (before.owner ~= ARGV[1] or math.abs(expireAt(KEYS[2]) - prev.at) > 2) then
+  before = nil
+end
 if before then
   before.prev = nil -- one level is kept; "re" still marks an older re-entry
   prev.rec = before
@@ -119,7 +127,7 @@ if ttl > 0 then
 else
   redis.call('SET', KEYS[1], ARGV[1], 'XX')
 end
-local hold = before and before.owner == ARGV[1] and before or {} -- the hold this re-entry joins
+local hold = before or {} -- the hold this re-entry joins
 local at = expireAt(KEYS[1])
 local atText = decimal(at)
 local rec, token = holdRecord({owner = ARGV[1], claim = ARGV[3], re = 1, prev = cjson.encode(prev)},

@@ -10,8 +10,9 @@
 --   prev   (re-entries only) JSON {at, rec}: the lock's expiry and record before the re-entry
 --   host, pid, prog, kind  the process that took it: host name, process id, program or service
 --          name, client kind (go, bridge, cli)
---   since  when the hold began, in server time (absolute ms; a re-entry keeps it)
---   fence  the hold's fencing token (a re-entry keeps it)
+--   since  when the hold began, in server time (absolute ms; a re-entry keeps it, unless the
+--          record did not describe the hold: see acquire.lua)
+--   fence  the hold's fencing token (a re-entry keeps it, as since)
 -- KEYS[3] is the lock's wait queue and KEYS[4] its tickets, in the same slot (see queue.go):
 -- the queue is a list of tickets (the claims of waiting acquisitions) in arrival order, the
 -- tickets a sorted set of ticket -> expiry (absolute ms). A ticket that is not refreshed expires

@@ -53,8 +53,8 @@ func (s *Source) NewSampler(keys []string) *Sampler {
 	return &Sampler{src: s, keys: keys, until: time.Now().Add(SampleFor)}
 }
 
-// Cost is the commands per second the sampler sends: a GET, a PTTL and an HGETALL of the holder
-// record per key (provider.ReadsPerKey) every SampleInterval, plus one INFO a second.
+// Cost is the commands per second the sampler sends: the provider.ReadsPerKey reads of each key
+// (the lock and its holder record) every SampleInterval, plus one INFO a second.
 func (sm *Sampler) Cost() int {
 	return provider.ReadsPerKey*len(sm.keys)*int(time.Second/SampleInterval) + 1
 }
