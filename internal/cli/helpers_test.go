@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -170,39 +169,9 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// virtualClock is a budget.Limiter's clock that only its sleeps move.
-type virtualClock struct {
-	mu  sync.Mutex
-	now time.Time
-	t0  time.Time
-}
-
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return ctx.Err()
-}
-
-// elapsed is how long the limiter's sleeps took in all.
-func (c *virtualClock) elapsed() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now.Sub(c.t0)
-}
-
 // virtualBudget returns a limiter of budget.Default units a second on a virtual clock, and
 // the clock.
-func virtualBudget() (*budget.Limiter, *virtualClock) {
-	t0 := time.Unix(1_000_000, 0)
-	c := &virtualClock{now: t0, t0: t0}
+func virtualBudget() (*budget.Limiter, *budget.VirtualClock) {
 	l := budget.New(budget.Default)
-	l.SetClock(c.Now, c.Sleep)
-	return l, c
+	return l, budget.UseVirtualClock(l)
 }

@@ -249,7 +249,7 @@ func TestReleaseAllIsPacedLikeList(t *testing.T) {
 	charged := lim.Charged()
 	require.GreaterOrEqual(t, charged, int64(10_000/provider.ScanCount*budget.ScanCost), "every SCAN is charged the keys it examines")
 	burst := int64(budget.Default / 10)
-	require.GreaterOrEqual(t, clock.elapsed(), time.Duration(charged-burst)*time.Second/budget.Default,
+	require.GreaterOrEqual(t, clock.Elapsed(), time.Duration(charged-burst)*time.Second/budget.Default,
 		"release-all waited for the budget")
 }
 

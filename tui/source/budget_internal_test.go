@@ -1,9 +1,7 @@
 package source
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,38 +12,6 @@ import (
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/provider"
 )
-
-// virtualClock stands in for the limiter's clock: a wait advances it instead of sleeping, so
-// the pacing of a refresh is measured without wall-clock timing.
-type virtualClock struct {
-	mu    sync.Mutex
-	start time.Time
-	now   time.Time
-}
-
-func newVirtualClock() *virtualClock {
-	t := time.Unix(1_000_000, 0)
-	return &virtualClock{start: t, now: t}
-}
-
-func (c *virtualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *virtualClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return ctx.Err()
-}
-
-func (c *virtualClock) Elapsed() time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now.Sub(c.start)
-}
 
 type discardSink struct{}
 
@@ -77,8 +43,7 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	client.AddHook(hook)
 	const perSecond = 2000
 	src := New(Options{Client: client, Budget: perSecond})
-	clk := newVirtualClock()
-	src.limiter.SetClock(clk.Now, clk.Sleep)
+	clk := budget.UseVirtualClock(src.limiter)
 	st, err := src.Scan(ctx, discardSink{})
 	require.NoError(t, err)
 	require.Equal(t, locks, st.Locks)
