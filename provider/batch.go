@@ -85,51 +85,17 @@ type batchCall struct {
 // error the call ended before its reply came (its context ended) and cmds must not be read.
 func (b *batcher) exec(ctx context.Context, client redis.UniversalClient, cmds []redis.Cmder, once bool) error {
 	c := &batchCall{ctx: ctx, cmds: cmds, once: once}
-	if r := attemptRideOf(ctx); r != nil {
-		// A woken waiter's attempt rides in the pipeline of the release that woke it (see
-		// ride): once it joined, that release sends it, so it counts as sent.
-		c.wake, c.done, c.sent = make(chan struct{}, 1), make(chan struct{}), true
-		if r.join(c) {
-			if err := b.await(client, c); err != nil {
-				return err
-			}
-			<-r.reported
-			return nil
-		}
-		c.sent = false
-	}
 	b.mu.Lock()
 	if b.flying < maxBatchInFlight {
 		b.flying++
 		c.sent = true
 		b.mu.Unlock()
-		calls := []*batchCall{c}
-		if r := releaseRideOf(ctx); r != nil {
-			if rider := r.take(); rider != nil {
-				calls = append(calls, rider)
-			}
-		}
-		b.run(client, calls) // nobody waits for c: it needs no channels
+		b.run(client, []*batchCall{c}) // nobody waits for c: it needs no channels
 		return nil
 	}
-	if c.wake == nil {
-		c.wake, c.done = make(chan struct{}, 1), make(chan struct{})
-	}
+	c.wake, c.done = make(chan struct{}, 1), make(chan struct{})
 	b.queue = append(b.queue, c)
-	if r := releaseRideOf(ctx); r != nil {
-		if rider := r.close(); rider != nil {
-			rider.once = c.once // right behind c, in c's pipeline or the one after it
-			b.queue = append(b.queue, rider)
-		}
-	}
 	b.mu.Unlock()
-	return b.await(client, c)
-}
-
-// await waits until c, queued (or riding), was answered, running its pipeline when it is handed
-// one (see exec).
-func (b *batcher) await(client redis.UniversalClient, c *batchCall) error {
-	ctx := c.ctx
 	select {
 	case <-c.wake:
 	case <-ctx.Done():

@@ -1,7 +1,5 @@
 package provider
 
-import "time"
-
 // PendingWakeups returns how many wake-up registrations p holds: zero whenever no call of p is
 // waiting for a key. For tests only.
 func PendingWakeups(p *Provider) int {
@@ -60,7 +58,3 @@ var QueueKeys = queueKeys
 
 // WaitersKey is the key of the waiter marker of lock key rk (scripts.go). For tests only.
 var WaitersKey = waitersKey
-
-// SetRideWait sets how long p's releases wait for the attempt of the waiter they woke (ride.go).
-// Call it before p is used. For tests only.
-func SetRideWait(p *Provider, d time.Duration) { p.rideWait = d }

@@ -72,9 +72,7 @@ type Options struct {
 	// that finds a key held takes a ticket in the key's queue and takes the key only at the
 	// queue's head, and a free key is taken by no call of ours (an Acquire without AwaitQueue
 	// included) while someone is ahead in its queue. Stock Medusa processes do not queue and
-	// are never blocked by the queue. A release of one key that a call of this Provider waits
-	// for sends that call's next attempt in the release's own pipeline, one round trip per
-	// hand-off instead of two. Off by default (see docs/waiting.md for why).
+	// are never blocked by the queue. Off by default (see docs/waiting.md for why).
 	FairQueue bool
 	// QueueTicketTTL is how long a waiter's ticket in a fair queue lives without being
 	// refreshed: the longest a dead waiter holds up the queue, plus one refresh interval of

@@ -28,14 +28,12 @@ type Provider struct {
 	epochs epochs
 	// batch merges the script pipelines of concurrent calls.
 	batch batcher
-	// rideWait is how long a release waits for the attempt of the waiter it woke (ride.go).
-	rideWait time.Duration
 }
 
 // New returns a Provider on client (standalone, Sentinel or Cluster). opts may be nil.
 // The caller keeps ownership of client and closes it.
 func New(client redis.UniversalClient, opts *Options) *Provider {
-	p := &Provider{client: client, opts: opts.withDefaults(), rideWait: rideWait}
+	p := &Provider{client: client, opts: opts.withDefaults()}
 	p.channel = FreeChannel(p.opts.Namespace)
 	p.epochs.p = p
 	p.listen.p = p
@@ -118,21 +116,7 @@ func (p *Provider) deleteBatch(ctx context.Context, s *script, keys []string, r 
 	held time.Duration, announce bool) (results []int64, errs []error, err error) {
 	p.wakeups.hold(keys)
 	freed := make([]bool, len(keys))
-	var rd *ride // a waiter's attempt rides behind a single key's delete (see ride)
-	if len(keys) == 1 && p.opts.FairQueue {
-		if rd = newRide(p.rideWait); p.wakeups.offerRide(keys[0], rd) {
-			ctx = withReleaseRide(ctx, rd)
-		} else {
-			rd = nil
-		}
-	}
-	defer func() {
-		p.wakeups.unhold(keys, freed)
-		if rd != nil {
-			rd.decline()
-			close(rd.reported)
-		}
-	}()
+	defer func() { p.wakeups.unhold(keys, freed) }()
 	results, errs, err = p.scriptBatch(ctx, s, keys, r, append([]any{owner}, extra...)...)
 	for i, key := range keys {
 		if errs[i] == nil && results[i] == 1 {
@@ -140,9 +124,7 @@ func (p *Provider) deleteBatch(ctx context.Context, s *script, keys []string, r 
 			if announce {
 				p.emit(EventReleased, key, owner, 0, held)
 			}
-			if rd == nil || !rd.rode() {
-				p.wakeups.wake(key)
-			}
+			p.wakeups.wake(key)
 		}
 	}
 	return results, errs, err

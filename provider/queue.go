@@ -48,7 +48,6 @@ type queue struct {
 	overdue bool          // the last attempt found the key held by a stock holder past its turn
 	fastKey string        // the key this call polls fast (fastPollers), "" if none
 	queued  func()        // called once Redis answered the first attempt; then nil
-	ride    *ride         // the ride the next attempt may take (see ride), if it was offered one
 
 	held      int       // keys[:held] are the call's
 	refreshed time.Time // when keys[:held] were last set or extended (when that was sent), at the oldest
@@ -151,7 +150,6 @@ func (q *queue) waitFor(key string) error {
 		if sleep > 0 {
 			q.p.opts.Waker.Wait(q.wake.waitContext(), q.p.RedisKey(key), sleep)
 		}
-		rd := q.wake.takeRide()
 		q.wake.stop()
 		// The delay grows after a wake-up too, as after any failed attempt. A wake-up only
 		// says the key was free for an instant: when another caller wins the race, the key is
@@ -161,16 +159,13 @@ func (q *queue) waitFor(key string) error {
 		// release into a burst of fast polling.
 		q.delay = min(time.Duration(float64(q.delay)*q.p.opts.BackoffFactor), q.p.opts.MaximumRetryInterval)
 		if q.ctx.Err() != nil {
-			rd.decline()
 			return q.ended(key)
 		}
 		if q.untilRefresh() <= 0 {
-			rd.decline()
 			if lost, err := q.extend(q.held); err != nil || lost {
 				return err
 			}
 		}
-		q.ride = rd
 		res, sent, err := q.attempt([]string{key})
 		if err != nil {
 			return err
@@ -205,12 +200,8 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.wake.stop()
 	q.wake = q.p.wakeups.register(q.ctx, batch, q.ticket, q.started)
 	q.h.touch(batch...)
-	ctx := q.ctx
-	if q.ride != nil {
-		ctx, q.ride = withAttemptRide(ctx, q.ride), nil
-	}
 	sent := time.Now()
-	res, errs, err := q.p.acquireBatch(ctx, batch, q.h, q.ttl, true)
+	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)
 	q.h.unsent(batch, err)
 	q.joined = ""
 	if q.ticket != "" && errs[0] == nil && isHeld(res[0]) {

@@ -88,7 +88,6 @@ type wakeup struct {
 	keys   []string           // guarded by w.mu; nil once stopped
 	ticket string             // the waiter's fair-queue ticket; "" when it does not queue
 	since  time.Time          // when the waiting call started
-	ride   *ride              // guarded by w.mu; the ride it was woken with (offerRide), if any
 }
 
 // register returns a registration on keys for a waiter whose context is ctx. It must be made before the attempt
@@ -121,34 +120,6 @@ func (w *wakeups) wake(key string) {
 	if r := w.oldestLocked(key, false); r != nil {
 		r.wakeLocked() // cheap and non-blocking; the registration leaves when its waiter stops it
 	}
-}
-
-// offerRide wakes, as wake does, the longest-waiting registration on key that does not queue,
-// before this Provider deletes key, and hands it r: its next attempt may ride in the delete's
-// pipeline (see ride). It reports whether a registration took the offer; the delete then wakes
-// nobody more when it frees key.
-func (w *wakeups) offerRide(key string, r *ride) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	o := w.oldestLocked(key, true)
-	if o == nil {
-		return false
-	}
-	o.ride = r
-	o.wakeLocked()
-	return true
-}
-
-// takeRide returns the ride r was offered, once; nil when none. It is nil-safe.
-func (r *wakeup) takeRide() *ride {
-	if r == nil {
-		return nil
-	}
-	r.w.mu.Lock()
-	defer r.w.mu.Unlock()
-	rd := r.ride
-	r.ride = nil
-	return rd
 }
 
 // everyone, as a queue head kept back by hold, stands for wakeAll: every registration on the key.
@@ -261,13 +232,11 @@ func (r *wakeup) stop() {
 	}
 	r.keys = nil
 	r.woken = true // a later waitContext does not sleep
-	cancel, rd := r.cancel, r.ride
-	r.ride = nil
+	cancel := r.cancel
 	r.w.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
-	rd.decline() // a ride not taken: its release need not wait for this waiter
 }
 
 // wakeLocked wakes r: its context, if made yet, ends. w.mu is held.
