@@ -18,7 +18,9 @@ import (
 // tokens on one key increase strictly across holds and across all our clients whatever the
 // server clock does while it is kept, and after it expired as long as the server clock never
 // ran backwards by more than fenceMemory. A re-entry by the lock's owner joins the hold and gets
-// its token. Tokens stay below 2^53, exact as JavaScript numbers, until the year 2255.
+// its token, unless no record of ours describes the hold (a stock process took or renewed the
+// lock under the same owner: docs/fencing.md); it then starts a new hold with a new token.
+// Tokens stay below 2^53, exact as JavaScript numbers, until the year 2255.
 const fenceMemory = time.Hour
 
 // fenceConstants defines fenceMemory for the scripts, in front of lib.lua: in milliseconds, as

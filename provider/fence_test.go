@@ -183,3 +183,28 @@ func TestAReentryAfterAStockRetakeIsANewHold(t *testing.T) {
 		})
 	}
 }
+
+// A stock process that renews a live hold of ours under a shared owner moves the lock's expiry
+// and not the record's. A re-entry of ours that then fails (a busy key) puts the record back as
+// it was, with its own expiry, instead of deleting it: the record of our live lock is not lost
+// (found in review: the give-back deleted it, and no renewal could bring it back).
+func TestAFailedReentryAfterAStockRenewalKeepsOurRecord(t *testing.T) {
+	e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
+	c := ctx(t)
+	const owner = "shared-svc"
+	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute}))
+	rk := provider.RecordKey(e.key("k"))
+	require.NoError(t, e.rdb.Do(c, "SET", e.key("k"), owner, "XX", "EX", 30).Err()) // stock's renewal
+	recAt := e.rdb.PExpireTime(c, rk).Val()
+	fields := e.rdb.HGetAll(c, rk).Val()
+	require.NotEmpty(t, fields)
+
+	e.set("busy", "other", time.Minute)
+	call, cancel := context.WithTimeout(c, 100*time.Millisecond)
+	defer cancel()
+	err := e.p.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute})
+	require.ErrorIs(t, err, provider.ErrNotAcquired)
+	e.requireOwner("k", owner)
+	require.Equal(t, fields, e.rdb.HGetAll(c, rk).Val(), "the record is put back as it was")
+	require.Equal(t, recAt, e.rdb.PExpireTime(c, rk).Val(), "with its own expiry")
+}

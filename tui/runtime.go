@@ -42,7 +42,8 @@ func (r *runtime) cmd(fn func(ctx context.Context) tea.Msg) tea.Cmd {
 }
 
 // mutation is cmd for a release and its audit write: shutdown waits for it to end, so the
-// audit record of a release under way is never lost. Its own deadlines bound it.
+// audit record of a release under way is never lost. A single release has a deadline of its own
+// (mutationTimeout); a release of an owner's locks ends when the runtime's context does.
 func (r *runtime) mutation(fn func(ctx context.Context) tea.Msg) tea.Cmd {
 	return r.track(&r.mutations, fn)
 }

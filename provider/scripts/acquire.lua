@@ -107,18 +107,20 @@ if current == '*' or current ~= ARGV[1] then
   end
   return held()
 end
--- A re-entry: keep what the lock was before, so that a call that fails can put it back. The
--- record is the hold's only when it names the owner and has the lock's expiry (every script of
--- ours gives it that: followLock). One of another expiry was left by an earlier hold of ours
--- that a process that writes no record (stock, under the same owner id) released before taking
--- the key again, or describes a hold that such a process renewed: the re-entry does not join
--- it (a new hold: since now, a new token), and a give-back puts the lock back without it.
+-- A re-entry: keep what the lock and its record were before, each with its own expiry, so that
+-- a call that fails can put both back exactly. The record is the hold's only when it names the
+-- owner and has the lock's expiry (every script of ours gives it that: followLock). One of
+-- another expiry was left by an earlier hold of ours that a process that writes no record
+-- (stock, under the same owner id) released before taking the key again, or describes a live
+-- hold of ours that such a process renewed: the re-entry does not join it (a new hold: since
+-- now, a new token), and a give-back puts it back as it was (our holder's next renewal then
+-- gives it the lock's expiry again).
 local prev = {at = expireAt(KEYS[1])}
 local before = readRecord()
-if before and (before.owner ~= ARGV[1] or math.abs(expireAt(KEYS[2]) - prev.at) > 2) then
-  before = nil
-end
+local joins = false
 if before then
+  prev.recAt = expireAt(KEYS[2])
+  joins = before.owner == ARGV[1] and math.abs(prev.recAt - prev.at) <= 2
   before.prev = nil -- one level is kept; "re" still marks an older re-entry
   prev.rec = before
 end
@@ -127,7 +129,7 @@ if ttl > 0 then
 else
   redis.call('SET', KEYS[1], ARGV[1], 'XX')
 end
-local hold = before or {} -- the hold this re-entry joins
+local hold = joins and before or {} -- the hold this re-entry joins
 local at = expireAt(KEYS[1])
 local atText = decimal(at)
 local rec, token = holdRecord({owner = ARGV[1], claim = ARGV[3], re = 1, prev = cjson.encode(prev)},

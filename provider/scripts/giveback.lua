@@ -1,9 +1,10 @@
 -- Undo what acquisition call ARGV[2] (owner ARGV[1]) did to KEYS[1], only where nothing changed
 -- since: the holder record KEYS[2] still names the call and the lock still has the expiry the
 -- call left. A lock the call took is deleted; a lock it re-entered gets back the expiry and the
--- record it had before (and if that earlier state is the same call's own, a resent request that
--- re-entered what it had just taken, that is undone too). Anything else, another owner, a later
--- re-entry by the same owner, a change by a process that writes no record, is left alone.
+-- record it had before, the record with its own expiry (and if that earlier state is the same
+-- call's own, a resent request that re-entered what it had just taken, that is undone too).
+-- Anything else, another owner, a later re-entry by the same owner, a change by a process that
+-- writes no record, is left alone.
 -- The call also leaves the lock's wait queue (its ticket is ARGV[2]). A deleted lock, or a free
 -- lock whose queue head this call was, is announced on the wake-up channel (see lib.lua).
 -- Returns 1 when the lock was deleted, 2 when it was put back, 0 when it was left alone.
@@ -34,6 +35,16 @@ local function undo()
       redis.call('PEXPIREAT', KEYS[1], math.max(at, now + 1))
     end
     writeRecord(prev.rec or {})
+    if prev.rec and prev.recAt then
+      -- The record's own expiry, which is the lock's unless the re-entry did not join it (see
+      -- acquire.lua); a re-entry by an older version kept none, and the record follows the lock.
+      local recAt = tonumber(prev.recAt)
+      if recAt < 0 then
+        redis.call('PERSIST', KEYS[2])
+      else
+        redis.call('PEXPIREAT', KEYS[2], decimal(recAt))
+      end
+    end
     result = 2
   end
 end

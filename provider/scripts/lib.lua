@@ -7,7 +7,8 @@
 --   at     the lock's expiry that call left (absolute ms; -1: none), so that a later change of
 --          the lock by anyone, stock included, can be told
 --   re     1 when that call re-entered a lock its owner already held
---   prev   (re-entries only) JSON {at, rec}: the lock's expiry and record before the re-entry
+--   prev   (re-entries only) JSON {at, rec, recAt}: the lock's expiry, its record and the record's
+--          own expiry before the re-entry
 --   host, pid, prog, kind  the process that took it: host name, process id, program or service
 --          name, client kind (go, bridge, cli)
 --   since  when the hold began, in server time (absolute ms; a re-entry keeps it, unless the
