@@ -60,10 +60,12 @@ func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
 // of a batch counted as one read per key. released, if not nil, is called with each lock deleted
 // as it was read just before its delete (its Record names the holder cut off), never
 // concurrently. It returns how many keys it deleted, also when the walk ends early with an
-// error (from Redis, ctx or opts.Pace).
+// error (from Redis, ctx or opts.Pace). A key whose delete Redis refused (a reply error such as
+// READONLY) does not stop the walk; the first such error is returned at its end, with its key.
 func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOptions, released func(Lock)) (int, error) {
 	owner = ownerOrDefault(owner)
 	n := 0
+	var refused error // the first key whose delete Redis refused
 	err := p.ScanWith(ctx, opts, func(batch []Lock) error {
 		var keys []string
 		var mine []Lock
@@ -85,8 +87,13 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 		if err != nil {
 			return unknownIfRan(err)
 		}
-		for i := range keys {
-			if errs[i] == nil && res[i] == 1 {
+		for i, key := range keys {
+			switch {
+			case errs[i] != nil:
+				if refused == nil {
+					refused = fmt.Errorf("release %q: %w", key, errs[i])
+				}
+			case res[i] == 1:
 				n++
 				if released != nil {
 					released(mine[i])
@@ -95,6 +102,9 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 		}
 		return nil
 	})
+	if err == nil {
+		err = refused
+	}
 	if err != nil {
 		return n, fmt.Errorf("release all locks of %q: %w", owner, err)
 	}

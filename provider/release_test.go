@@ -186,6 +186,26 @@ func TestReleaseAllComparesOwnerAtDeleteTime(t *testing.T) {
 	e.requireFree("b")
 }
 
+// A key whose delete Redis refuses with a reply error (here: the client's user lost the right
+// to UNLINK between the read and the delete) does not stop the walk, and the first such error is
+// returned, with its key, at the end; the count stays what was deleted.
+func TestReleaseAllReportsAKeyRedisRefused(t *testing.T) {
+	srv := redistest.Start(t) // a server of its own: the test changes its default user
+	e := newEnvOn(t, srv, nil)
+	e.set("a", "o", 0)
+	e.set("b", "o", 0)
+	e.pc.AddHook(&afterRead{f: func() {
+		require.NoError(t, e.rdb.Do(context.Background(), "ACL", "SETUSER", "default", "-unlink").Err())
+	}})
+	n, err := e.p.ReleaseAll(ctx(t), "o")
+	require.ErrorContains(t, err, "can't run this command")
+	require.Regexp(t, `release "[ab]": `, err.Error(), "the error names its key")
+	require.Zero(t, n)
+	require.NoError(t, e.rdb.Do(ctx(t), "ACL", "SETUSER", "default", "+unlink").Err())
+	e.requireOwner("a", "o")
+	e.requireOwner("b", "o")
+}
+
 // ReleaseAllWith asks opts.Pace before every round trip, for every command it sends: the
 // SCANs, the reads and the compare-and-unlinks. An error from Pace ends the walk there.
 func TestReleaseAllWithPacesEveryCommand(t *testing.T) {

@@ -207,14 +207,14 @@ func runReleaseAll(ctx context.Context, s *session, o *options, p parsedArgs) in
 	defer tr.Close()
 	r := tr.ReleaseOwner(ctx, o.owner)
 	tr.warnAudit(audit.ActionReleaseOwner, "", r)
-	if r.Err != nil {
-		return s.fail(r.Err)
-	}
-	n := r.Count
 	noun := "locks"
-	if n == 1 {
+	if r.Count == 1 {
 		noun = "lock"
 	}
-	fmt.Fprintf(s.stdout, "released %d %s of owner %q\n", n, noun, o.owner)
+	if r.Err != nil {
+		// A paced walk stopped part-way (Ctrl-C, a lost connection): say what it did release.
+		return s.fail(fmt.Errorf("released %d %s of owner %q, then stopped: %w", r.Count, noun, o.owner, r.Err))
+	}
+	fmt.Fprintf(s.stdout, "released %d %s of owner %q\n", r.Count, noun, o.owner)
 	return ExitOK
 }

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -316,4 +317,39 @@ func TestReleaseOwnerOfAKeyThatIsNotALock(t *testing.T) {
 	n, err := e.srv.Client(t).Exists(ctx, "medusa_lock:hash").Result()
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
+}
+
+// A release-all that stops part-way (here its budget's wait fails, as on Ctrl-C) says how many
+// locks it had released: the count in its message is what Redis lost.
+func TestAReleaseAllThatStopsSaysWhatItReleased(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rdb := e.srv.Client(t)
+	pipe := rdb.Pipeline()
+	for i := range 300 {
+		pipe.Set(ctx, fmt.Sprintf("medusa_lock:mine:%d", i), "o1", 0)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+
+	lim := budget.New(provider.ScanCount) // every batch of the walk waits for the budget
+	waits := 0
+	interrupted := errors.New("interrupted")
+	lim.SetClock(time.Now, func(context.Context, time.Duration) error {
+		if waits++; waits > 3 {
+			return interrupted
+		}
+		return nil
+	})
+	app := newApp(nil, nil)
+	app.Budget = func() *budget.Limiter { return lim }
+	r := runApp(t, app, "release-all", "--owner", "o1", "--redis", e.srv.URL, "--audit-log", filepath.Join(t.TempDir(), "a.jsonl"))
+	requireCode(t, r, cli.ExitError)
+	left, err := rdb.DBSize(ctx).Result()
+	require.NoError(t, err)
+	released := 300 - int(left)
+	require.Positive(t, released, "the walk stopped before it released anything: the test proves nothing")
+	require.Less(t, released, 300)
+	require.Contains(t, r.stderr, fmt.Sprintf("released %d locks of owner \"o1\", then stopped: ", released))
+	require.Contains(t, r.stderr, "interrupted")
 }
