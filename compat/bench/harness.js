@@ -158,11 +158,16 @@ async function runScenario(spec, provider, counter, isTimeout) {
       raw.start_late_ms = micros(late)
     }
   }
+  // The window's wall-clock origin: a section's date is wallAtStart + (its performance.now() -
+  // start), monotonic inside the window whatever the system clock does meanwhile. Date.now()
+  // counts whole milliseconds: the window opens the instant it ticks over, so that wallAtStart
+  // and start name the same instant to the microsecond, as the Go runners' times do.
+  const before = Date.now()
+  while ((wallAtStart = Date.now()) === before) {
+    // at most a millisecond
+  }
   const cpu0 = process.cpuUsage()
   const start = performance.now()
-  // The window's wall-clock origin: a section's date is wallAtStart + (its performance.now() -
-  // start), monotonic inside the window whatever the system clock does meanwhile.
-  wallAtStart = Date.now()
   const deadline = start + spec.duration_ms
   const loops = []
   for (let i = 0; i < workers; i++) {
