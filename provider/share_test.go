@@ -135,3 +135,23 @@ func TestStockHolderPastItsTurnIsPolledFast(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, <-done, "the other waiter is woken by our release")
 }
+
+// A stock process that took the lock again under an owner shared with ours ("*" here), after
+// its release left our earlier hold's record behind, is seen as stock's all the same: the record
+// does not have the lock's expiry, so our waiter starts the share record that gives stock its
+// turns (found in review: only the record's owner was compared).
+func TestAStockHoldBesideOurStaleRecordIsSeenAsStocks(t *testing.T) {
+	obs, waits := waitingOn()
+	e := newEnv(t, &provider.Options{Observer: obs, MaximumRetryInterval: 20 * time.Millisecond})
+	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Expire: time.Minute}))
+	require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err()) // stock's release: the record stays
+	e.stockTake("k", provider.DefaultOwner, 30)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "ours", AwaitQueue: true})
+	}()
+	awaitWaitingOn(t, waits, "k")
+	require.Contains(t, e.shareRecord("k"), "seen", "our waiter saw a holder that is not ours")
+	require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err())
+	require.NoError(t, <-done)
+}

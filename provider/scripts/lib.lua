@@ -197,13 +197,25 @@ end
 -- contends, the release that frees it leaves it free for that process for SHARE_WINDOW ms.
 -- SHARE_RUN, SHARE_WINDOW and SHARE_MEMORY are defined in front of this file (share.go).
 
--- noteForeign remembers that the lock is held by a process that writes no holder record (or
--- a record of another owner), and ends our run. It returns true when that process's run, as
--- far as ours have seen it, has lasted SHARE_RUN ms: its turn is over, and our waiters may try
--- harder to find the lock free between its release and its re-take.
+-- ourHold tells whether the lock, held by owner, is held by one of ours: its record names the
+-- owner and, for an owner that is not an execute call's (those are unique per call, so a record
+-- of theirs is always the hold's), has the lock's expiry. A record of a shared owner ("*", a
+-- named owner) with another expiry was left by an earlier hold of ours that a process that
+-- writes no record released before taking the lock again (docs/fencing.md).
+local function ourHold(owner)
+  if redis.call('HGET', KEYS[2], 'owner') ~= owner then
+    return false
+  end
+  return string.sub(owner, 1, 8) == 'execute:' or math.abs(expireAt(KEYS[2]) - expireAt(KEYS[1])) <= 2
+end
+
+-- noteForeign remembers that the lock is held by a process that writes no holder record (or a
+-- record that does not describe the hold: see ourHold), and ends our run. It returns true when
+-- that process's run, as far as ours have seen it, has lasted SHARE_RUN ms: its turn is over,
+-- and our waiters may try harder to find the lock free between its release and its re-take.
 local function noteForeign()
   local owner = redis.call('GET', KEYS[1])
-  if owner and redis.call('HGET', KEYS[2], 'owner') ~= owner then
+  if owner and not ourHold(owner) then
     local now = nowMs()
     redis.call('HDEL', KEYS[5], 'since', 'yield')
     redis.call('HSET', KEYS[5], 'seen', now)
