@@ -58,6 +58,23 @@ type env struct {
 	p   *provider.Provider
 }
 
+// fill writes, in one pipeline, locks of owner under "medusa_lock:<prefix>:<i>" for i below
+// locks, and others keys "other:<i>" outside the namespace (a database that holds more than
+// locks).
+func (e *env) fill(t *testing.T, prefix, owner string, locks, others int) {
+	t.Helper()
+	ctx := context.Background()
+	pipe := e.srv.Client(t).Pipeline()
+	for i := range locks {
+		pipe.Set(ctx, fmt.Sprintf("medusa_lock:%s:%d", prefix, i), owner, 0)
+	}
+	for i := range others {
+		pipe.Set(ctx, fmt.Sprintf("other:%d", i), "x", 0)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+}
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	srv := redistest.Start(t)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -184,13 +183,7 @@ func TestCompletionOfKeysAndOwners(t *testing.T) {
 func TestListIsPacedLikeTheConsole(t *testing.T) {
 	e := newEnv(t)
 	seed(t, e)
-	ctx := context.Background()
-	pipe := e.srv.Client(t).Pipeline()
-	for i := range 40_000 {
-		pipe.Set(ctx, fmt.Sprintf("other:%d", i), "x", 0)
-	}
-	_, err := pipe.Exec(ctx)
-	require.NoError(t, err)
+	e.fill(t, "", "", 0, 40_000)
 
 	start := time.Now()
 	var progress bytes.Buffer
@@ -214,16 +207,7 @@ func TestListIsPacedLikeTheConsole(t *testing.T) {
 // budget's 20,000 keys a second.
 func TestCompletionOnALargeDatabaseOffersWhatItRead(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	pipe := e.srv.Client(t).Pipeline()
-	for i := range 3_000 {
-		pipe.Set(ctx, fmt.Sprintf("medusa_lock:cart:%d", i), "o", 0)
-	}
-	for i := range 60_000 {
-		pipe.Set(ctx, fmt.Sprintf("other:%d", i), "x", 0)
-	}
-	_, err := pipe.Exec(ctx)
-	require.NoError(t, err)
+	e.fill(t, "cart", "o", 3_000, 60_000)
 
 	r := run(t, "__complete", "--redis", e.srv.URL, "get", "ca")
 	requireCode(t, r, cli.ExitOK)

@@ -229,16 +229,7 @@ func TestReleaseAll(t *testing.T) {
 // (on a virtual clock here) instead of sending them as fast as Redis answers.
 func TestReleaseAllIsPacedLikeList(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	pipe := e.srv.Client(t).Pipeline()
-	for i := range 30 {
-		pipe.Set(ctx, fmt.Sprintf("medusa_lock:mine:%d", i), "o1", 0)
-	}
-	for i := range 10_000 {
-		pipe.Set(ctx, fmt.Sprintf("other:%d", i), "x", 0)
-	}
-	_, err := pipe.Exec(ctx)
-	require.NoError(t, err)
+	e.fill(t, "mine", "o1", 30, 10_000)
 
 	lim, clock := virtualBudget()
 	app := newApp(nil, nil)
@@ -323,14 +314,7 @@ func TestReleaseOwnerOfAKeyThatIsNotALock(t *testing.T) {
 // locks it had released: the count in its message is what Redis lost.
 func TestAReleaseAllThatStopsSaysWhatItReleased(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	rdb := e.srv.Client(t)
-	pipe := rdb.Pipeline()
-	for i := range 300 {
-		pipe.Set(ctx, fmt.Sprintf("medusa_lock:mine:%d", i), "o1", 0)
-	}
-	_, err := pipe.Exec(ctx)
-	require.NoError(t, err)
+	e.fill(t, "mine", "o1", 300, 0)
 
 	lim := budget.New(provider.ScanCount) // every batch of the walk waits for the budget
 	waits := 0
@@ -345,7 +329,7 @@ func TestAReleaseAllThatStopsSaysWhatItReleased(t *testing.T) {
 	app.Budget = func() *budget.Limiter { return lim }
 	r := runApp(t, app, "release-all", "--owner", "o1", "--redis", e.srv.URL, "--audit-log", filepath.Join(t.TempDir(), "a.jsonl"))
 	requireCode(t, r, cli.ExitError)
-	left, err := rdb.DBSize(ctx).Result()
+	left, err := e.srv.Client(t).DBSize(context.Background()).Result()
 	require.NoError(t, err)
 	released := 300 - int(left)
 	require.Positive(t, released, "the walk stopped before it released anything: the test proves nothing")
