@@ -120,7 +120,7 @@ local before = readRecord()
 local joins = false
 if before then
   prev.recAt = expireAt(KEYS[2])
-  joins = before.owner == ARGV[1] and math.abs(prev.recAt - prev.at) <= 2
+  joins = before.owner == ARGV[1] and sameAt(prev.recAt, prev.at)
   before.prev = nil -- one level is kept; "re" still marks an older re-entry
   prev.rec = before
 end
