@@ -143,6 +143,18 @@ func (e *env) set(k, owner string, ttl time.Duration) {
 	require.NoError(e.t, e.rdb.Set(context.Background(), e.key(k), owner, ttl).Err())
 }
 
+// fill sets n locks "<prefix>NNN" (NNN from 000) owned by owner, without expiry, in one
+// pipeline: enough keys for several SCAN batches.
+func (e *env) fill(prefix, owner string, n int) {
+	e.t.Helper()
+	pipe := e.rdb.Pipeline()
+	for i := range n {
+		pipe.Set(context.Background(), e.key(fmt.Sprintf("%s%03d", prefix, i)), owner, 0)
+	}
+	_, err := pipe.Exec(context.Background())
+	require.NoError(e.t, err)
+}
+
 // scriptNames maps the SHA1 of each Lua script, as EVALSHA sends it, to its file's base name.
 var scriptNames = func() map[string]string {
 	names := map[string]string{}

@@ -44,12 +44,7 @@ func TestListReportsKeyOwnerAndTTL(t *testing.T) {
 func TestScanWalksEveryBatch(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	pipe := e.rdb.Pipeline()
-	for i := range 250 {
-		pipe.Set(c, e.key(fmt.Sprintf("k%03d", i)), "o", 0)
-	}
-	_, err := pipe.Exec(c)
-	require.NoError(t, err)
+	e.fill("k", "o", 250)
 
 	batches := 0
 	seen := map[string]bool{}

@@ -3,7 +3,6 @@ package provider_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -128,15 +127,8 @@ func TestReleaseAllEscapesGlobCharactersOfTheNamespace(t *testing.T) {
 func TestReleaseAllWalksManyScanBatches(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	pipe := e.rdb.Pipeline()
-	for i := range 250 {
-		pipe.Set(c, e.key(fmt.Sprintf("mine:%03d", i)), "o", 0)
-	}
-	for i := range 50 {
-		pipe.Set(c, e.key(fmt.Sprintf("theirs:%03d", i)), "x", 0)
-	}
-	_, err := pipe.Exec(c)
-	require.NoError(t, err)
+	e.fill("mine:", "o", 250)
+	e.fill("theirs:", "x", 50)
 
 	n, err := e.p.ReleaseAll(c, "o")
 	require.NoError(t, err)
@@ -211,13 +203,8 @@ func TestReleaseAllReportsAKeyRedisRefused(t *testing.T) {
 func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	pipe := e.rdb.Pipeline()
-	for i := range 250 {
-		pipe.Set(c, e.key(fmt.Sprintf("mine:%03d", i)), "o", 0)
-		pipe.Set(c, e.key(fmt.Sprintf("theirs:%03d", i)), "x", 0)
-	}
-	_, err := pipe.Exec(c)
-	require.NoError(t, err)
+	e.fill("mine:", "o", 250)
+	e.fill("theirs:", "x", 250)
 	counter := &redistest.Counter{}
 	e.pc.AddHook(counter)
 
