@@ -95,7 +95,7 @@ class FaultProxy {
     this.links = new Set()
     this.modes = { up: PASS, down: PASS }
     this.refusing = false
-    this.accepted = 0
+    this.accepted = 0 // connections accepted so far, refused ones included
     this.server = net.createServer((client) => {
       this.accepted++
       if (this.refusing) {

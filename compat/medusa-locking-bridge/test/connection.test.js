@@ -239,7 +239,10 @@ describe("calls made while disconnected", () => {
 
 describe("close()", () => {
   test("rejects pending calls, aborts running jobs and stops reconnecting", async () => {
-    const locks = createBridgeLockingProvider({ url: proxy.url, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100 })
+    // A proxy of its own: the file's other clients reconnect through the shared one at any time.
+    const own = await startProxy(env.bridge.port)
+    env.onClose(() => own.stop())
+    const locks = createBridgeLockingProvider({ url: own.url, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 100 })
     await locks.acquire("cd_close", { ownerId: "holder", expire: 30 })
     const waiting = locks.acquire("cd_close", { ownerId: "waiter", awaitQueue: true }).catch((e) => e)
     let started
@@ -253,7 +256,8 @@ describe("close()", () => {
       .catch((e) => e)
     await jobStarted
     await inFlight(locks, 1)
-    const open = proxy.connections()
+    assert.equal(own.connections(), 1)
+    const accepted = own.accepted
     await locks.close()
     const err = await waiting
     assert.equal(err.bridgeCode, "outcome_unknown", "the acquire was in flight: it may have run")
@@ -263,9 +267,9 @@ describe("close()", () => {
     assert.match(lost.message, /^Lost the lock for key\(s\) "cd_close_job"/)
     assert.equal(lost.cause?.bridgeCode, "closed")
     await assert.rejects(locks.acquire("other"), { bridgeCode: "closed" })
-    await waitFor("the connection to close", () => proxy.connections() === open - 1)
-    await sleep(300)
-    assert.equal(proxy.connections(), open - 1, "no reconnect after close()")
+    await waitFor("the connection to close", () => own.connections() === 0)
+    await sleep(300) // three times the longest reconnect delay
+    assert.equal(own.accepted, accepted, "no reconnect after close()")
     await waitFor("the bridge to release the closed connection's lease", async () => (await env.raw.get(NS + "cd_close_job")) === null)
     await env.raw.del(NS + "cd_close")
   })
