@@ -135,10 +135,10 @@ async function runScenario(spec, provider, counter, isTimeout) {
       const end = performance.now()
       if (end <= deadline) {
         completed[i]++
+        raw.hold_ms_sum += hold
       }
       raw.wait_ms.push(micros(jobStart - call))
       raw.latency_ms.push(micros(end - call))
-      raw.hold_ms_sum += hold
       if (starts) {
         starts[i].push(micros(wallAtStart + jobStart - start))
       }

@@ -85,7 +85,7 @@ type goWorker struct {
 	firstErr  error
 	wait      []float64
 	latency   []float64
-	holdSum   float64
+	holdSum   float64   // of the executes counted in completed
 	starts    []float64 // Unix ms of each job's start, as wait
 }
 
@@ -218,10 +218,10 @@ func (r *goRunner) work(ctx context.Context, p Executor, spec Spec, execOpts pro
 		case err == nil:
 			if !end.After(deadline) {
 				w.completed++
+				w.holdSum += ms(hold)
 			}
 			w.wait = append(w.wait, ms(jobStart.Sub(call)))
 			w.latency = append(w.latency, ms(end.Sub(call)))
-			w.holdSum += ms(hold)
 			if spec.CounterKey != "" {
 				w.starts = append(w.starts, unixMs(jobStart))
 			}

@@ -16,7 +16,7 @@ var MetricsDoc = map[string]string{
 	"ideal_cs_per_s":                "contended: 1000 / cs_ms, the rate if the lock passed between workers instantly",
 	"efficiency":                    "contended: cs_per_s / ideal_cs_per_s (the critical section also includes a Redis INCR and DECR, so 1.0 is not reachable)",
 	"wait_ms":                       "contended: time from calling execute to the job starting, over every successful execute called in the window (also those that got the lock while draining, so waits spanning the window's end are not lost; count can exceed ops); p50/p99 nearest-rank, max the largest. A polling lock lets the releasing worker take the key again at once, so p50 is small and the tail long",
-	"hold_ms_mean":                  "contended: mean measured job duration (INCR + sleep cs_ms + DECR), over the same executes as wait_ms",
+	"hold_ms_mean":                  "contended: mean measured job duration (INCR + sleep cs_ms + DECR), over the critical sections counted in cs_per_s (those that ended inside the window)",
 	"fairness":                      "Jain's fairness index over the workers' ops counts: (sum x)^2 / (n * sum x^2); 1 = every worker completed the same number, 1/n = one worker did everything; 0 when nothing completed",
 	"overlaps":                      "job entries that found another job of the same process inside the critical section of the same key (in-process detector); must be 0",
 	"redis_max_in_cs":               "contended: largest reply of the Redis INCR each job runs on entry (DECR on exit); more than 1 means two holders overlapped, across processes too; must be 1",
@@ -24,7 +24,7 @@ var MetricsDoc = map[string]string{
 	"errors":                        "executes that failed otherwise (first_error shows one); the worker stops",
 	"ratios":                        "single-process scenarios: per scenario, <impl>_over_stock is the implementation's throughput (ops_per_s or cs_per_s) divided by stock's: above 1 is faster; wait_p50/p99_<impl>_over_stock divide wait percentiles: below 1 is shorter waits; null when stock's value is 0",
 	"implementations":               "go: the Go provider in-process, stock defaults, on a go-redis client from redisconn.Open (pool of 10 connections per GOMAXPROCS); stock: @medusajs/locking-redis built by its own loader in one Node child process (one ioredis connection); bridge: the @locktui/medusa-locking-bridge client (createBridgeLockingProvider, one WebSocket connection) in one Node child process, talking to a Go bridge (cmd/bridge, built and started for the run on loopback, its own go-redis pool) that runs the Go provider; the bridge runs with --events=false, so publishing lock events for the console is not measured; all run the same worker loop (compat/bench/harness.js mirrors internal/bench/gorunner.go), one implementation at a time, alternating per scenario",
-	"lock_busy":                     "contended: cs_per_s × hold_ms_mean / 1000, the share of the window the key was held (the hold includes the bench's INCR and DECR); in a mixed multi-process scenario each implementation's row counts its own critical sections, the all row the key's",
+	"lock_busy":                     "contended: cs_per_s × hold_ms_mean / 1000, the share of the window the key was held (the hold includes the bench's INCR and DECR): the summed holds of the sections that ended inside the window, over the window, so without overlaps it cannot exceed 100 %; in a mixed multi-process scenario each implementation's row counts its own critical sections, the all row the key's",
 	"wait_p99_with_timeouts_ms":     "contended: the nearest-rank p99 of wait_ms after adding one wait of the whole timeout (timeout_s) per timed-out call: plain p99 leaves out the calls that starved",
 	"handoffs":                      "contended: the critical sections that started inside the window, ordered by their start (wall clock, shared by every process on the machine; critical sections on one key never overlap), each consecutive pair one hand-off charged to the earlier section's worker: total, same_worker (the releasing worker took the key straight back), same_process; handoff_same_worker = same_worker / total",
 	"multi_process":                 "4 processes × 4 workers on one key, 2 ms critical sections, a window of multi_duration_ms (default 10 s, twice the execute timeout, so a starved call can time out inside it), every process opening its window at the same wall-clock time (start_at; start_late_ms says by how much one missed it): multi_stock (the baseline), multi_go, multi_go_stock (2 + 2), multi_bridge, multi_bridge_stock (2 + 2); Go processes are Go worker processes (this program with LOCKTUI_BENCH_WORKER=1), bridge processes share one bridge server; the keys are in the bridge's namespace (fixed when it starts) so every process locks the same Redis key; a row per implementation (its processes together) and, for mixed scenarios, an all row; window_ms is the span from the first process's opening to the last one's closing",
@@ -178,8 +178,8 @@ func Summarize(sc Scenario, spec Spec, raw *Raw) Result {
 	}
 	res.WaitMs = quantiles(raw.WaitMs)
 	hold := 0.0
-	if n := len(raw.WaitMs); n > 0 {
-		hold = raw.HoldMsSum / float64(n)
+	if ops > 0 {
+		hold = raw.HoldMsSum / float64(ops)
 	}
 	res.HoldMsMean = ptr(round(hold, 3))
 	res.LockBusy = ptr(round(rate*hold/1000, 3))

@@ -59,7 +59,7 @@ func TestSummarizeContended(t *testing.T) {
 	raw := &bench.Raw{
 		Completed: []int{30, 10},
 		WaitMs:    []float64{4, 1, 3, 2, 100}, // the 100 ms call finished while draining
-		HoldMsSum: 30,
+		HoldMsSum: 240,                        // of the 40 sections counted in the window
 		RedisMax:  1,
 		WindowMs:  500,
 		Runtime:   "go-test",
@@ -73,6 +73,7 @@ func TestSummarizeContended(t *testing.T) {
 	assert.InDelta(t, 0.4, *r.Efficiency, 1e-9)
 	assert.Equal(t, bench.Quantiles{Count: 5, P50: 3, P99: 100, Max: 100}, *r.WaitMs)
 	assert.InDelta(t, 6, *r.HoldMsMean, 1e-9)
+	assert.InDelta(t, 0.48, *r.LockBusy, 1e-9) // 240 ms held of 500
 	assert.InDelta(t, 0.8, r.Fairness, 1e-9)
 	assert.Equal(t, int64(1), *r.RedisMaxInCS)
 	assert.Nil(t, r.OpsPerS)

@@ -315,3 +315,37 @@ func TestNodeWindowFollowsTheSystemClock(t *testing.T) {
 	assert.False(t, opened.Before(startAt.Add(-time.Millisecond)), "window opened at %v, before %v", opened, startAt)
 	assert.Zero(t, raw.StartLateMs)
 }
+
+// TestHoldsCountOnlyTheSectionsCompletedInTheWindow runs 4 workers × 30 ms on one key in a
+// 50 ms window with the Go and the stock runner: every worker makes its first call, so three
+// sections end while draining. The holds that Raw sums must be those of the sections counted in
+// the window (at least 30 ms each), and one key's holds inside a window never add up to more
+// than the window.
+func TestHoldsCountOnlyTheSectionsCompletedInTheWindow(t *testing.T) {
+	dir := compatDir(t)
+	srv := redistest.Start(t)
+	for _, impl := range []bench.Impl{bench.GoImpl{ImplName: "go"}, bench.NodeImpl{ImplName: "stock", Script: "bench/stock-bench.js"}} {
+		t.Run(impl.Name(), func(t *testing.T) {
+			runner, err := impl.Open(t.Context(), bench.Env{RedisURL: srv.URL, CompatDir: dir, Log: io.Discard})
+			require.NoError(t, err)
+			t.Cleanup(func() { assert.NoError(t, runner.Close()) })
+			ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+			defer cancel()
+			name := "held_" + impl.Name()
+			raw, err := runner.Run(ctx, bench.Spec{
+				Scenario: name, Impl: impl.Name(), Workers: 4, Keys: []string{name + ":k"}, CSMs: 30,
+				DurationMs: 50, TimeoutS: 5, ExpireS: 5, RedisURL: srv.URL,
+				Namespace: bench.Namespace(impl.Name()), CounterKey: name + ":in",
+			})
+			require.NoError(t, err)
+			counted := 0
+			for _, c := range raw.Completed {
+				counted += c
+			}
+			require.GreaterOrEqual(t, len(raw.WaitMs), 4, "every worker's first call succeeds")
+			require.Less(t, counted, 4, "a 50 ms window has no room for four 30 ms sections")
+			assert.GreaterOrEqual(t, raw.HoldMsSum, 30*float64(counted)-1)
+			assert.LessOrEqual(t, raw.HoldMsSum, raw.WindowMs, "holds of sections that ended while draining were counted")
+		})
+	}
+}

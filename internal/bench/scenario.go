@@ -195,7 +195,8 @@ type Raw struct {
 	// LatencyMs has one sample per successful execute, as WaitMs: from calling execute to its
 	// return.
 	LatencyMs []float64 `json:"latency_ms"`
-	// HoldMsSum is the summed duration of the jobs of those executes.
+	// HoldMsSum is the summed duration of the jobs of the executes counted in Completed. Those
+	// jobs lie inside the window, so one key's HoldMsSum never exceeds WindowMs.
 	HoldMsSum float64 `json:"hold_ms_sum"`
 	// Overlaps counts job entries that found another job of this process in flight on the key.
 	Overlaps int `json:"overlaps"`
