@@ -30,13 +30,19 @@ type conn struct {
 	p          *provider.Provider
 	closer     func()
 	restoreLog func() // puts back where go-redis's log lines went before connect
+	warnings   *warnGate
 	// reported is the lease whose loss the command reports itself (see reportsLoss).
 	reported atomic.Pointer[provider.Lease]
 }
 
-// Close closes the observer and the client, and stops showing go-redis's log lines as
-// warnings.
+// Close stops the warnings, then closes the observer and the client and puts go-redis's log
+// lines back where they went. The warnings stop first: a probe of the provider's may still be
+// in flight when the client closes under it, and neither what go-redis then logs nor anything
+// else may reach the command's stderr after the command returned.
 func (c *conn) Close() {
+	if c.warnings != nil {
+		c.warnings.shut()
+	}
 	if c.closer != nil {
 		c.closer()
 	}
@@ -85,8 +91,8 @@ func (s *session) connect(ctx context.Context, o *options, observers ...provider
 		}
 		return nil, fmt.Errorf("cannot reach Redis at %s: %w", redisconn.Describe(o.url), err)
 	}
-	c := &conn{client: client}
-	warnings := slog.New(&warnHandler{w: s.stderr, skip: c.isReportedLoss})
+	c := &conn{client: client, warnings: &warnGate{}}
+	warnings := slog.New(&warnHandler{w: s.stderr, skip: c.isReportedLoss, gate: c.warnings})
 	c.restoreLog = redisconn.LogTo(warnings)
 	opts := &provider.Options{Namespace: o.namespace, Logger: warnings, FairQueue: o.fairQueue,
 		Holder: provider.Holder{Client: provider.ClientCLI}}
@@ -101,11 +107,40 @@ func (s *session) connect(ctx context.Context, o *options, observers ...provider
 }
 
 // warnHandler prints the provider's and go-redis's warnings as
-// "locktui: warning: message key=value…".
+// "locktui: warning: message key=value…", until its gate is shut.
 type warnHandler struct {
 	w     io.Writer
 	skip  func(msg string) bool // drops the warnings it reports true for
+	gate  *warnGate             // nil: never shut
 	attrs []slog.Attr
+}
+
+// warnGate ends a warnHandler's writes: once shut returned, no warning is written, also none
+// that was being formatted meanwhile.
+type warnGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *warnGate) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+}
+
+// write writes s to w unless the gate is shut.
+func (g *warnGate) write(w io.Writer, s string) error {
+	if g == nil {
+		_, err := io.WriteString(w, s)
+		return err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	_, err := io.WriteString(w, s)
+	return err
 }
 
 func (h *warnHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
@@ -126,12 +161,11 @@ func (h *warnHandler) Handle(_ context.Context, r slog.Record) error {
 	}
 	r.Attrs(write)
 	b.WriteByte('\n')
-	_, err := io.WriteString(h.w, b.String())
-	return err
+	return h.gate.write(h.w, b.String())
 }
 
 func (h *warnHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return &warnHandler{w: h.w, skip: h.skip, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
+	return &warnHandler{w: h.w, skip: h.skip, gate: h.gate, attrs: append(append([]slog.Attr(nil), h.attrs...), attrs...)}
 }
 
 func (h *warnHandler) WithGroup(string) slog.Handler { return h }
