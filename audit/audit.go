@@ -56,8 +56,10 @@ type Record struct {
 	// Server is the Redis server, with any password redacted.
 	Server string `json:"server"`
 	// Holder, for a force-release, names the process it cut off, from the lock's holder
-	// record read just before (provider.Record.String), or provider.NoHolderRecord when the
-	// lock had none; "" when it could not be read or was no longer the owner's.
+	// record (provider.Record.String), or provider.NoHolderRecord when the lock had none; ""
+	// when nothing was cut off, or the lock could not be read or was no longer the owner's. The
+	// record is the one read just before the delete, or for the console's d the one of the hold
+	// the operator confirmed, which is the hold deleted (Releaser.ForceReleaseHold).
 	Holder string `json:"holder,omitempty"`
 	// Locks, for ActionReleaseOwner, names each lock deleted, in the order deleted, with the
 	// holder it cut off as read in the same walk just before the delete; empty when none was.

@@ -63,6 +63,14 @@ func (r *Releaser) ForceReleaseOwner(ctx context.Context, key, owner string) Rel
 	return r.recordKey(ctx, ActionForceRelease, key, owner, holder.of(owner), ok, err)
 }
 
+// ForceReleaseHold deletes seen.Key only while it is still the hold seen, as read before (provider
+// ForceReleaseHold: the console's d, which releases the hold the operator confirmed, not one its
+// owner took since), and records it as ActionForceRelease naming that hold's holder.
+func (r *Releaser) ForceReleaseHold(ctx context.Context, seen provider.Lock) Released {
+	ok, err := r.Provider.ForceReleaseHold(ctx, seen)
+	return r.recordKey(ctx, ActionForceRelease, seen.Key, seen.Owner, holderOf(seen), ok, err)
+}
+
 // ForceReleaseAny deletes key whoever holds it (provider ForceReleaseAny: release --force) and
 // records it as ActionForceReleaseAny with the owner it had.
 func (r *Releaser) ForceReleaseAny(ctx context.Context, key string) Released {

@@ -114,3 +114,41 @@ func TestOpenWithoutAPathUsesTheDefault(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, trail.Where())
 }
+
+// The console's d releases the hold the operator confirmed and names its holder; a hold its
+// owner took since is spared, and the record says nothing was cut off.
+func TestForceReleaseHoldRecordsTheHoldSeen(t *testing.T) {
+	client := redistest.Start(t).Client(t)
+	ctx := t.Context()
+	p := provider.New(client, &provider.Options{Holder: provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker"}})
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	trail, err := audit.Open(audit.Options{Path: path})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = trail.Close() })
+	r := &audit.Releaser{Provider: p, Sink: trail}
+	read := func() provider.Lock {
+		t.Helper()
+		l, ok, err := p.Get(ctx, "a")
+		require.NoError(t, err)
+		require.True(t, ok)
+		return l
+	}
+
+	require.NoError(t, p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "shared"}))
+	stale := read()
+	ok, err := p.Release(ctx, []string{"a"}, "shared")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "shared"}))
+	assert.Equal(t, audit.Released{Count: 0, Owner: "shared"}, r.ForceReleaseHold(ctx, stale), "the owner's new hold stays")
+	current := read()
+	assert.Equal(t, audit.Released{Count: 1, Owner: "shared"}, r.ForceReleaseHold(ctx, current))
+
+	recs := readLines(t, path)
+	require.Len(t, recs, 2)
+	spared, cut := recs[0], recs[1]
+	assert.Equal(t, audit.ResultNotHeld, spared.Result)
+	assert.Empty(t, spared.Holder, "nothing was cut off")
+	assert.Equal(t, audit.ResultReleased, cut.Result)
+	assert.Equal(t, current.Record.String(), cut.Holder, "the holder of the hold released, with its token")
+}

@@ -291,6 +291,38 @@ func (p *Provider) ForceReleaseOwner(ctx context.Context, key, owner string) (bo
 	return res[0] == 1, nil
 }
 
+// ForceReleaseHold force-releases seen.Key only while it is still the hold seen describes (a Lock
+// read by Get or a scan: what the operator looked at): the same owner and, for a hold of our
+// clients, the same fencing token; a hold seen without a holder record (stock Medusa's) must
+// still have none. So a lock its owner took again since it was read (an owner id that several
+// holds share, such as "*" or a named owner, possibly from another process) is not cut off. It
+// returns false, deleting nothing, when the key is gone, held by someone else or by another
+// hold of the same owner, or is not a lock.
+func (p *Provider) ForceReleaseHold(ctx context.Context, seen Lock) (bool, error) {
+	if seen.Foreign {
+		return false, nil
+	}
+	res, errs, err := p.deleteBatch(ctx, unlinkScript, []string{seen.Key}, sendOnce, seen.Owner, []any{holdPin(seen.Record)}, 0, true)
+	if err != nil {
+		err = unknownIfRan(err)
+	} else {
+		err = errs[0]
+	}
+	if err != nil {
+		return false, fmt.Errorf("force-release %q: %w", seen.Key, err)
+	}
+	return res[0] == 1, nil
+}
+
+// holdPin names a hold for unlink.lua: its fencing token, or "none" for a hold without a holder
+// record (or with one written before records kept a token).
+func holdPin(rec *Record) string {
+	if rec == nil || rec.FencingToken == 0 {
+		return "none"
+	}
+	return strconv.FormatInt(rec.FencingToken, 10)
+}
+
 // ForceReleaseAny deletes key whoever holds it now and returns that owner: it reads the owner and
 // deletes with a compare-and-delete, retrying if the owner changed in between. ok is false when
 // the key does not exist (or is not a lock).

@@ -110,6 +110,66 @@ func TestForceReleaseComparesTheOwner(t *testing.T) {
 	require.False(t, ok)
 }
 
+// seen reads lock k as the console shows it: the hold an operator decides to force-release.
+func (e *env) seen(k string) provider.Lock {
+	e.t.Helper()
+	l, ok, err := e.p.Get(ctx(e.t), k)
+	require.NoError(e.t, err)
+	require.True(e.t, ok, "%q is held", k)
+	return l
+}
+
+// ForceReleaseHold cuts off only the hold that was seen: a hold taken since under the same
+// owner, by one of ours (a new token) or by stock (no record), is spared; the hold seen, also
+// after a re-entry that joined it, is released.
+func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	release := func(l provider.Lock) bool {
+		t.Helper()
+		ok, err := e.p.ForceReleaseHold(c, l)
+		require.NoError(t, err)
+		return ok
+	}
+	retake := func(k string, stock bool) {
+		t.Helper()
+		require.NoError(t, e.rdb.Del(c, e.key(k)).Err())
+		if stock { // a TTL other than ours (a minute): the record ours left must not pass for its
+			e.stockTake(k, "shared", 30)
+		} else {
+			e.token(e.p, k, "shared")
+		}
+	}
+
+	e.token(e.p, "ours", "shared")
+	seen := e.seen("ours")
+	require.NotNil(t, seen.Record)
+	retake("ours", false)
+	require.False(t, release(seen), "our new hold under the same owner has another token")
+	require.NotEqual(t, seen.Record.FencingToken, e.seen("ours").Record.FencingToken)
+	retake("ours", true)
+	require.False(t, release(seen), "a stock hold under the same owner is not the hold seen")
+	e.requireOwner("ours", "shared")
+
+	e.stockTake("stock", "shared", 30)
+	seen = e.seen("stock")
+	require.Nil(t, seen.Record)
+	retake("stock", false)
+	require.False(t, release(seen), "our hold under the same owner is not the stock hold seen")
+	e.requireOwner("stock", "shared")
+	retake("stock", true)
+	require.True(t, release(seen), "a stock hold is one hold as long as it has no record")
+	e.requireFree("stock")
+
+	e.token(e.p, "joined", "shared")
+	seen = e.seen("joined")
+	e.token(e.p, "joined", "shared") // a re-entry joins the hold and keeps its token
+	require.False(t, release(provider.Lock{Key: "joined", Owner: "other", Record: seen.Record}))
+	require.True(t, release(seen))
+	e.requireFree("joined")
+	require.False(t, release(seen), "gone")
+}
+
 func TestForceReleaseAnyReturnsTheOwner(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)

@@ -83,7 +83,7 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 				return err
 			}
 		}
-		res, errs, err := p.deleteBatch(ctx, unlinkScript, keys, sendOnce, owner, nil, 0, true)
+		res, errs, err := p.deleteBatch(ctx, unlinkScript, keys, sendOnce, owner, []any{anyHold}, 0, true)
 		if err != nil {
 			return unknownIfRan(err)
 		}
@@ -110,6 +110,10 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 	}
 	return n, nil
 }
+
+// anyHold is unlink.lua's pin for "whichever hold the owner has": releaseAll deletes by owner,
+// as stock does.
+const anyHold = ""
 
 // LiteralPattern escapes s so that it matches itself literally in a Redis glob pattern (SCAN
 // MATCH, PSUBSCRIBE): LiteralPattern(ns)+"*" matches exactly the keys of namespace ns. Stock

@@ -51,12 +51,13 @@ func (m *model) askRelease() {
 	}
 	if e.Record != nil {
 		lines[2] = "holder " + e.Record.Holder.String()
-		lines = append(lines, "held   "+common.Held(e.HeldFor(m.common.Now())))
+		lines = append(lines, "held   "+common.Held(e.HeldFor(m.common.Now())),
+			"token  "+strconv.FormatInt(e.Record.FencingToken, 10))
 	}
 	lines = append(lines, "",
-		"Deleted only if this owner still holds it (compare-and-delete).",
+		"Deleted only if this same hold is still there (compare-and-delete).",
 		m.auditLine())
-	m.dialog.Open("Force-release this lock?", lines, releaseReq{key: e.Key, owner: e.Owner})
+	m.dialog.Open("Force-release this lock?", lines, releaseReq{provider.Lock{Key: e.Key, Owner: e.Owner, Record: e.Record}})
 }
 
 // askReleaseAll opens the dialog for releasing every lock of the selected owner.
@@ -101,7 +102,7 @@ func (m *model) confirmed(payload any) tea.Cmd {
 	}
 	switch req := payload.(type) {
 	case releaseReq:
-		m.setNotice(fmt.Sprintf("releasing %s…", printable(req.key)), false)
+		m.setNotice(fmt.Sprintf("releasing %s…", printable(req.seen.Key)), false)
 		return m.release(req)
 	case releaseAllReq:
 		if req.owner == "" { // unreachable through the keys (askReleaseAll refuses it)
@@ -122,20 +123,22 @@ func (m *model) releaser() *audit.Releaser {
 		Namespace: m.cfg.Namespace, Server: m.cfg.URL, Scan: provider.ScanOptions{Pace: m.src.Pace}}
 }
 
-// release force-releases one key if req.owner still holds it, audits the result and re-reads
-// the key so the table shows it at once.
+// release force-releases one key if it is still the hold the dialog showed (the same owner and
+// fencing token, or still no holder record), audits the result and re-reads the key so the
+// table shows it at once.
 func (m *model) release(req releaseReq) tea.Cmd {
+	key := req.seen.Key
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, mutationTimeout)
 		defer cancel()
-		r := m.releaser().ForceReleaseOwner(ctx, req.key, req.owner)
-		res := releaseDoneMsg{key: req.key, owner: req.owner, released: r.Count == 1, err: r.Err, auditErr: auditFailed(r)}
+		r := m.releaser().ForceReleaseHold(ctx, req.seen)
+		res := releaseDoneMsg{key: key, owner: req.seen.Owner, released: r.Count == 1, err: r.Err, auditErr: auditFailed(r)}
 		if r.Err == nil && r.Count == 0 {
-			if l, ok, err := m.cfg.Provider.Get(ctx, req.key); err == nil && ok && !l.Foreign {
+			if l, ok, err := m.cfg.Provider.Get(ctx, key); err == nil && ok && !l.Foreign {
 				res.nowOwner, res.nowHeld = l.Owner, true
 			}
 		}
-		m.reread(ctx, req.key)
+		m.reread(ctx, key)
 		return res
 	})
 }
@@ -171,6 +174,8 @@ func (m *model) onReleaseDone(msg releaseDoneMsg) {
 		m.setNotice(fmt.Sprintf("release of %s failed: %v", printable(msg.key), msg.err), true)
 	case msg.released:
 		m.setNotice(fmt.Sprintf("released %s (owner %s)", printable(msg.key), quote(msg.owner)), false)
+	case msg.nowHeld && msg.nowOwner == msg.owner:
+		m.setNotice(fmt.Sprintf("not released: %s was taken again by %s (a new hold); press d to see it", printable(msg.key), quote(msg.owner)), true)
 	case msg.nowHeld:
 		m.setNotice(fmt.Sprintf("not released: owner of %s changed to %s", printable(msg.key), quote(msg.nowOwner)), true)
 	default:

@@ -16,7 +16,8 @@
 //	s S     next sort column / reverse            p               sample contention 30 s (paid)
 //	c C     copy the selected key / owner (OSC 52)
 //	r       refresh now                           ?               help
-//	d       force-release the selected lock (confirm with y; compare-and-delete on the owner shown)
+//	d       force-release the selected lock (confirm with y; compare-and-delete on the hold shown:
+//	        its owner and fencing token)
 //	D       release every lock of the selected owner (confirm with y; compare-and-unlink per key;
 //	        refused for the empty owner "", whose keys d releases one by one)
 //	q       quit (also ctrl+c): at most ~1 s even when Redis stalls (a release under way and

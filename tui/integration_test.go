@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"regexp"
 	"strings"
@@ -169,6 +170,51 @@ func TestIntegrationForceReleaseOnlyIfOwnerUnchanged(t *testing.T) {
 	assert.Equal(t, 1, recs[1].Count)
 	assert.Equal(t, "op@host", recs[1].Operator)
 	assert.Equal(t, "cart:1", recs[1].Key)
+	c.quit()
+}
+
+// d releases the hold the dialog showed: a hold its owner took since (an owner id that several
+// holds share) is spared, and the next d shows and releases that one.
+func TestIntegrationForceReleaseSparesANewHoldOfTheSameOwner(t *testing.T) {
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	ctx := t.Context()
+	p := provider.New(client, &provider.Options{Holder: provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker"}})
+	take := func() int64 {
+		t.Helper()
+		tokens, err := p.AcquireTokens(ctx, []string{"cart:1"}, provider.AcquireOptions{Owner: "svc", Expire: time.Minute})
+		require.NoError(t, err)
+		return tokens["cart:1"]
+	}
+	first := take()
+	sink := &memorySink{}
+	c := startConsole(t, Config{Client: client, URL: srv.URL, Audit: sink, NoEvents: true})
+	c.await("cart:1", "svc", "1 lock")
+
+	c.press("d")
+	c.await("Force-release this lock?", fmt.Sprintf("token  %d", first))
+	ok, err := p.Release(ctx, []string{"cart:1"}, "svc") // the holder finishes and takes it again
+	require.NoError(t, err)
+	require.True(t, ok)
+	second := take()
+	c.press("y")
+	c.await(`not released: cart:1 was taken again by "svc" (a new hold)`)
+	l, held, err := p.Get(ctx, "cart:1")
+	require.NoError(t, err)
+	require.True(t, held, "the new hold is not cut off")
+	require.Equal(t, second, l.Record.FencingToken)
+
+	c.press("d")
+	c.await(fmt.Sprintf("token  %d", second))
+	c.press("y")
+	c.await(`released cart:1 (owner "svc")`)
+	assert.Zero(t, client.Exists(ctx, "medusa_lock:cart:1").Val())
+	recs := sink.all()
+	require.Len(t, recs, 2)
+	assert.Equal(t, audit.ResultNotHeld, recs[0].Result)
+	assert.Empty(t, recs[0].Holder, "nothing was cut off")
+	assert.Equal(t, audit.ResultReleased, recs[1].Result)
+	assert.Contains(t, recs[1].Holder, fmt.Sprintf("fencing token %d", second))
 	c.quit()
 }
 

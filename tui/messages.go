@@ -1,6 +1,9 @@
 package tui
 
-import "github.com/locktui/locktui/tui/store"
+import (
+	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/tui/store"
+)
 
 // Messages of the root model. Each one carries the result of a tea.Cmd back into Update; the
 // watcher's source.Update is one too.
@@ -21,7 +24,8 @@ type (
 		key, owner string
 		released   bool
 		// nowHeld is true when the key is still held after a refused release, by nowOwner
-		// (which may be "": the empty owner is an owner like any other).
+		// (which may be "": the empty owner is an owner like any other; when it is owner, the
+		// owner took the key again since the dialog opened: a hold the operator did not see).
 		nowHeld  bool
 		nowOwner string
 		err      error
@@ -38,7 +42,8 @@ type (
 
 // releaseReq and releaseAllReq are the payloads of the confirmation dialog.
 type (
-	releaseReq    struct{ key, owner string }
+	releaseReq struct{ seen provider.Lock } // the hold the dialog showed
+
 	releaseAllReq struct {
 		owner string
 		count int

@@ -131,7 +131,7 @@ func TestReadOnlyHidesMutations(t *testing.T) {
 		assert.Nil(t, press(m, "y"))
 	}
 	// Even a dialog opened some other way cannot release.
-	m.dialog.Open("x", nil, releaseReq{key: "cart:1", owner: "o"})
+	m.dialog.Open("x", nil, releaseReq{provider.Lock{Key: "cart:1", Owner: "o"}})
 	assert.Nil(t, press(m, "y"))
 }
 
@@ -168,6 +168,7 @@ func TestReleaseResults(t *testing.T) {
 		{releaseDoneMsg{key: "k", owner: "a", released: true}, `released k (owner "a")`},
 		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true, nowOwner: "b"}, `not released: owner of k changed to "b"`},
 		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true}, `not released: owner of k changed to ""`},
+		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true, nowOwner: "a"}, `not released: k was taken again by "a" (a new hold); press d to see it`},
 		{releaseDoneMsg{key: "k", owner: "a"}, "not released: k is already gone"},
 		{releaseDoneMsg{key: "k", owner: "a", released: true, auditErr: errors.New("disk full")}, "AUDIT FAILED for k: disk full"},
 	}
