@@ -16,12 +16,17 @@ import (
 )
 
 func TestMonoNowAdvancesWithTime(t *testing.T) {
-	start, mono0 := time.Now(), chaos.MonoNow()
+	// Each MonoNow is read between two readings of Go's monotonic clock, so the time that
+	// passed on MonoNow must lie between the shortest and the longest time that passed on Go's,
+	// however long the test is descheduled between two readings.
+	before0, mono0, after0 := time.Now(), chaos.MonoNow(), time.Now()
 	<-time.After(20 * time.Millisecond)
-	mono1, elapsed := chaos.MonoNow(), time.Since(start)
+	before1, mono1, after1 := time.Now(), chaos.MonoNow(), time.Now()
 	require.Positive(t, mono0)
-	require.InDelta(t, elapsed, time.Duration(mono1-mono0), float64(5*time.Millisecond),
-		"MonoNow and Go's monotonic clock disagree")
+	const slack = time.Millisecond // the two clocks may read at different resolutions
+	passed := time.Duration(mono1 - mono0)
+	require.GreaterOrEqual(t, passed, before1.Sub(after0)-slack, "MonoNow ran slower than Go's monotonic clock")
+	require.LessOrEqual(t, passed, after1.Sub(before0)+slack, "MonoNow ran faster than Go's monotonic clock")
 	prev := chaos.MonoNow()
 	for range 1000 {
 		now := chaos.MonoNow()
