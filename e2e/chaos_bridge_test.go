@@ -140,7 +140,9 @@ func (r *chaosRun) checkNodeFreed(h *chaosHolder, killed time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	owner, err := r.rdb.Get(ctx, provider.DefaultNamespace+b.Key).Result()
 	cancel()
-	if err != nil { // already gone (redis.Nil)
+	if err != nil {
+		// Already gone (redis.Nil), or unreadable: Redis is down for a restart, which wipes
+		// the key anyway (watchFree's checks, once started, are waited for before one).
 		return
 	}
 	limit := chaosBridgeFree + time.Duration(h.upDelay+r.bridge.link.upDelay)
