@@ -25,6 +25,9 @@ type Releaser struct {
 	// the console and the CLI pass their read budget, so a release of an owner's locks loads
 	// Redis no more than a refresh or a list does. The zero value walks as fast as Redis answers.
 	Scan provider.ScanOptions
+	// OnReleased, if not nil, is called with each lock ReleaseOwner deletes, as it deletes it
+	// (never concurrently): a console shows the count so far while a long walk goes on.
+	OnReleased func(provider.Lock)
 }
 
 // Released is the outcome of one release.
@@ -134,10 +137,12 @@ func holderOf(l provider.Lock) string {
 // part-way: it names the locks deleted until then.
 func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
 	var locks []LockReleased
-	var keep func(provider.Lock)
-	if r.Sink != nil {
-		keep = func(l provider.Lock) {
+	keep := func(l provider.Lock) {
+		if r.Sink != nil {
 			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l)})
+		}
+		if r.OnReleased != nil {
+			r.OnReleased(l)
 		}
 	}
 	n, err := r.Provider.ReleaseAllWith(ctx, owner, r.Scan, keep)

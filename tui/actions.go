@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -109,8 +110,7 @@ func (m *model) confirmed(payload any) tea.Cmd {
 			m.setNotice(emptyOwnerBulk, true)
 			return nil
 		}
-		m.setNotice(fmt.Sprintf("releasing the locks of %s…", quote(req.owner)), false)
-		return m.releaseAll(req)
+		return tea.Batch(m.releaseAll(req), m.startTicking())
 	}
 	return nil
 }
@@ -148,9 +148,14 @@ func (m *model) release(req releaseReq) tea.Cmd {
 // mutationTimeout: the console's life bounds it instead (quitting stops it, and the record and
 // the notice say how many locks it released).
 func (m *model) releaseAll(req releaseAllReq) tea.Cmd {
+	bulk := &bulkRelease{owner: req.owner}
+	m.bulk = bulk
+	m.showBulkProgress()
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
-		r := m.releaser().ReleaseOwner(ctx, req.owner)
-		return releaseAllDoneMsg{owner: req.owner, count: r.Count, err: r.Err, auditErr: auditFailed(r)}
+		releaser := m.releaser()
+		releaser.OnReleased = func(provider.Lock) { bulk.released.Add(1) }
+		r := releaser.ReleaseOwner(ctx, req.owner)
+		return releaseAllDoneMsg{owner: req.owner, count: r.Count, err: r.Err, auditErr: auditFailed(r), bulk: bulk}
 	})
 }
 
@@ -186,7 +191,39 @@ func (m *model) onReleaseDone(msg releaseDoneMsg) {
 	}
 }
 
+// bulkRelease is a release of an owner's locks under way; released is written by the release's
+// goroutine and read by the model's.
+type bulkRelease struct {
+	owner    string
+	released atomic.Int64
+	shown    string // the progress notice last shown
+}
+
+// showBulkProgress shows, while a release of an owner's locks walks the namespace, how many it
+// released so far, on a notice that stays until the release ends. Another notice is left until
+// it expires (a sticky one, such as a failed audit write, until the next notice).
+func (m *model) showBulkProgress() {
+	b := m.bulk
+	if b == nil {
+		return
+	}
+	cur := m.notice
+	expired := !cur.until.IsZero() && !m.common.Now().Before(cur.until)
+	if cur.text != "" && cur.text != b.shown && !expired {
+		return
+	}
+	text := fmt.Sprintf("releasing the locks of %s…", quote(b.owner))
+	if n := int(b.released.Load()); n > 0 {
+		text += fmt.Sprintf(" %s released so far", plural(n, "lock", "locks"))
+	}
+	b.shown = text
+	m.notice = notice{text: text}
+}
+
 func (m *model) onReleaseAllDone(msg releaseAllDoneMsg) {
+	if m.bulk == msg.bulk {
+		m.bulk = nil
+	}
 	switch {
 	case msg.err != nil:
 		m.setNotice(fmt.Sprintf("release of the locks of %s failed after %s: %v", quote(msg.owner),

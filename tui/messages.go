@@ -37,6 +37,7 @@ type (
 		count    int
 		err      error
 		auditErr error
+		bulk     *bulkRelease // the release that ended
 	}
 )
 

@@ -74,6 +74,9 @@ type model struct {
 	view    *store.View
 	notice  notice
 	ticking bool
+	// bulk is the release of an owner's locks under way (D), nil when none is: its count so
+	// far is shown while it walks.
+	bulk *bulkRelease
 	// st is the watcher's latest status: the connection, the feeds, the refreshes.
 	st source.Status
 
@@ -143,6 +146,7 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Batch(m.waitView(), m.startTicking())
 	case tickMsg:
 		m.ticking = false
+		m.showBulkProgress()
 		return m, m.startTicking()
 	case source.Update:
 		m.onUpdate(msg)
@@ -196,7 +200,7 @@ func (m *model) setQuery(q store.Query) {
 // counting reports whether anything on screen changes with time alone: a countdown, or the
 // age of stale data.
 func (m *model) counting() bool {
-	if m.st.Conn.Down {
+	if m.st.Conn.Down || m.bulk != nil {
 		return true
 	}
 	switch m.active {

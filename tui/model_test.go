@@ -204,8 +204,17 @@ func TestReleaseAllIsPacedByTheBudget(t *testing.T) {
 	}
 	sink := &memorySink{}
 	m := newTestModel(t, Config{Client: client, Audit: sink})
-	msg := m.releaseAll(releaseAllReq{owner: "svc", count: 2})()
-	require.Equal(t, releaseAllDoneMsg{owner: "svc", count: 2}, msg)
+	cmd := m.releaseAll(releaseAllReq{owner: "svc", count: 2})
+	assert.Contains(t, screen(m), `releasing the locks of "svc"…`)
+	msg := cmd()
+	done, ok := msg.(releaseAllDoneMsg)
+	require.True(t, ok, "%T", msg)
+	assert.Equal(t, releaseAllDoneMsg{owner: "svc", count: 2, bulk: m.bulk}, done)
+	m.Update(tickMsg{})
+	assert.Contains(t, screen(m), `releasing the locks of "svc"… 2 locks released so far`, "the count so far shows while it runs")
+	m.Update(done)
+	assert.Contains(t, screen(m), `released 2 locks of "svc"`)
+	assert.Nil(t, m.bulk)
 	assert.GreaterOrEqual(t, m.src.Charged(), int64(budget.ScanCost+2*provider.ReadsPerKey+2),
 		"the SCAN, the reads and the deletes are charged")
 
@@ -216,6 +225,21 @@ func TestReleaseAllIsPacedByTheBudget(t *testing.T) {
 	slices.SortFunc(locks, func(a, b audit.LockReleased) int { return strings.Compare(a.Key, b.Key) })
 	assert.Equal(t, []audit.LockReleased{{Key: "a", Owner: "svc", Holder: provider.NoHolderRecord},
 		{Key: "b", Owner: "svc", Holder: provider.NoHolderRecord}}, locks)
+}
+
+// The progress of a D under way does not hide another notice: a sticky one (a failed audit
+// write of a d meanwhile) stays; a passing one is replaced once it expired.
+func TestBulkProgressLeavesOtherNotices(t *testing.T) {
+	m := newTestModel(t, Config{})
+	m.bulk = &bulkRelease{owner: "svc"}
+	m.bulk.released.Store(3)
+	m.setStickyNotice("AUDIT FAILED for k: disk full")
+	m.Update(tickMsg{})
+	assert.Contains(t, screen(m), "AUDIT FAILED for k: disk full")
+	m.setNotice("copied", false)
+	m.notice.until = m.common.Now().Add(-time.Second)
+	m.Update(tickMsg{})
+	assert.Contains(t, screen(m), `releasing the locks of "svc"… 3 locks released so far`)
 }
 
 func TestFilterSortAndViews(t *testing.T) {
