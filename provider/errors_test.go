@@ -104,7 +104,10 @@ func TestRedisGoneGivesAClearError(t *testing.T) {
 	}
 }
 
-// With go-redis's default dial retries, a call on a stopped Redis ends with its context.
+// With go-redis's default dial retries, a call on a stopped Redis ends with its context, and
+// says so. Once as many dials failed as the pool has connections (the provider's wake-up
+// listener dials too), go-redis fails new dials at once: a call may then end with Redis's own
+// connect error instead (as in TestRedisGoneGivesAClearError; seen once in make test).
 func TestRedisGoneCallsEndWithTheirContext(t *testing.T) {
 	srv := redistest.Start(t)
 	e := newEnvOn(t, srv, nil)
@@ -121,7 +124,10 @@ func TestRedisGoneCallsEndWithTheirContext(t *testing.T) {
 		c, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
 		err := call(c)
 		cancel()
-		require.ErrorIs(t, err, context.DeadlineExceeded, name)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			// go-redis failed the dial at once, and the call ended with that error.
+			require.ErrorContains(t, err, "connect: connection refused", name)
+		}
 	}
 }
 
