@@ -49,7 +49,8 @@ type Record struct {
 	Owner string `json:"owner"`
 	// Result is ResultReleased, ResultNotHeld or ResultError(err).
 	Result string `json:"result"`
-	// Count is the number of keys deleted.
+	// Count is the number of keys deleted; in a part of a release of an owner's locks that is
+	// not the last (Part), the number of locks that part names.
 	Count int `json:"count"`
 	// Namespace is the key prefix the console works in.
 	Namespace string `json:"namespace"`
@@ -63,7 +64,13 @@ type Record struct {
 	Holder string `json:"holder,omitempty"`
 	// Locks, for ActionReleaseOwner, names each lock deleted, in the order deleted, with the
 	// holder it cut off as read in the same walk just before the delete; empty when none was.
+	// At most Releaser.LocksPerRecord: see Part.
 	Locks []LockReleased `json:"locks,omitempty"`
+	// Part numbers the records of one release of an owner's locks that deleted more than
+	// Releaser.LocksPerRecord locks (1, 2, …; 0 when one record names them all): each full part
+	// is written as the walk goes, and the last one, with the rest of the locks, the outcome and
+	// the count of all the locks deleted, when it ends.
+	Part int `json:"part,omitempty"`
 }
 
 // LockReleased is one lock that a release of an owner's locks deleted.

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -28,7 +29,15 @@ type Releaser struct {
 	// OnReleased, if not nil, is called with each lock ReleaseOwner deletes, as it deletes it
 	// (never concurrently): a console shows the count so far while a long walk goes on.
 	OnReleased func(provider.Lock)
+	// LocksPerRecord is the most locks one record of ReleaseOwner names (Record.Part); 0 means
+	// DefaultLocksPerRecord.
+	LocksPerRecord int
 }
+
+// DefaultLocksPerRecord bounds the locks one audit record names. One record of a release of
+// 100,000 locks would be a single stream entry of some 15 MB, written at once to the Redis
+// the tools watch; a part of 1,000 is about 150 KB.
+const DefaultLocksPerRecord = 1000
 
 // Released is the outcome of one release.
 type Released struct {
@@ -134,12 +143,27 @@ func holderOf(l provider.Lock) string {
 // compare-and-unlink per key; the console's D and release-all) and records it as
 // ActionReleaseOwner, naming each lock deleted with the holder it cut off, as read in the same
 // paced walk just before the delete. The record is written also when the walk failed
-// part-way: it names the locks deleted until then.
+// part-way: it names the locks deleted until then. A release of more than LocksPerRecord
+// locks writes its record in parts (Record.Part), each full one as soon as it is; AuditErr is
+// the first part that could not be written.
 func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
+	perRecord := r.LocksPerRecord
+	if perRecord <= 0 {
+		perRecord = DefaultLocksPerRecord
+	}
 	var locks []LockReleased
+	var part int
+	var auditErr error
 	keep := func(l provider.Lock) {
 		if r.Sink != nil {
 			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l)})
+			if len(locks) == perRecord {
+				part++
+				err := r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks, Part: part},
+					Released{Count: len(locks), Owner: owner})
+				auditErr = cmp.Or(auditErr, err)
+				locks = nil
+			}
 		}
 		if r.OnReleased != nil {
 			r.OnReleased(l)
@@ -147,7 +171,11 @@ func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
 	}
 	n, err := r.Provider.ReleaseAllWith(ctx, owner, r.Scan, keep)
 	out := Released{Count: n, Owner: owner, Err: err}
-	out.AuditErr = r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks}, out)
+	last := Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks}
+	if part > 0 {
+		last.Part = part + 1
+	}
+	out.AuditErr = cmp.Or(auditErr, r.record(ctx, last, out))
 	return out
 }
 

@@ -152,3 +152,44 @@ func TestForceReleaseHoldRecordsTheHoldSeen(t *testing.T) {
 	assert.Equal(t, audit.ResultReleased, cut.Result)
 	assert.Equal(t, current.Record.String(), cut.Holder, "the holder of the hold released, with its token")
 }
+
+// A release of more locks than one record holds writes its record in parts, each naming at
+// most LocksPerRecord locks; the last part has the rest, the outcome and the count of all.
+func TestReleaseOwnerWritesALargeReleaseInParts(t *testing.T) {
+	client := redistest.Start(t).Client(t)
+	ctx := t.Context()
+	p := provider.New(client, nil)
+	keys := []string{"a", "b", "c", "d", "e"}
+	require.NoError(t, p.Acquire(ctx, keys, provider.AcquireOptions{Owner: "o"}))
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	trail, err := audit.Open(audit.Options{Path: path, Stream: "audit:test", Client: client})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = trail.Close() })
+	r := &audit.Releaser{Provider: p, Sink: trail, LocksPerRecord: 2}
+
+	assert.Equal(t, audit.Released{Count: 5, Owner: "o"}, r.ReleaseOwner(ctx, "o"))
+
+	entries, err := client.XRange(ctx, "audit:test", "-", "+").Result()
+	require.NoError(t, err)
+	var fromStream []audit.Record
+	for _, e := range entries {
+		rec, err := audit.FromStream(e.Values)
+		require.NoError(t, err)
+		fromStream = append(fromStream, rec)
+	}
+	for where, recs := range map[string][]audit.Record{"stream": fromStream, "file": readLines(t, path)} {
+		require.Len(t, recs, 3, where)
+		var named []string
+		for i, rec := range recs {
+			assert.Equal(t, i+1, rec.Part, "%s record %d", where, i)
+			assert.Equal(t, audit.ActionReleaseOwner, rec.Action)
+			assert.Equal(t, audit.ResultReleased, rec.Result)
+			assert.LessOrEqual(t, len(rec.Locks), 2)
+			for _, l := range rec.Locks {
+				named = append(named, l.Key)
+			}
+		}
+		assert.Equal(t, []int{2, 2, 5}, []int{recs[0].Count, recs[1].Count, recs[2].Count}, "%s: the last part counts all", where)
+		assert.ElementsMatch(t, keys, named, "%s: every lock is named once", where)
+	}
+}

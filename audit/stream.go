@@ -63,6 +63,9 @@ func (s *Stream) Write(ctx context.Context, r Record) error {
 			"holder", r.Holder,
 		},
 	}
+	if r.Part > 0 {
+		args.Values = append(args.Values.([]any), "part", strconv.Itoa(r.Part))
+	}
 	if len(r.Locks) > 0 {
 		locks, err := json.Marshal(r.Locks)
 		if err != nil {
@@ -87,6 +90,12 @@ func FromStream(values map[string]any) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("audit: stream entry count %q: %w", str("count"), err)
 	}
+	part := 0
+	if s := str("part"); s != "" {
+		if part, err = strconv.Atoi(s); err != nil {
+			return Record{}, fmt.Errorf("audit: stream entry part %q: %w", s, err)
+		}
+	}
 	var locks []LockReleased
 	if s := str("locks"); s != "" {
 		if err := json.Unmarshal([]byte(s), &locks); err != nil {
@@ -95,5 +104,5 @@ func FromStream(values map[string]any) (Record, error) {
 	}
 	return Record{Time: t, Operator: str("operator"), Action: str("action"), Key: str("key"),
 		Owner: str("owner"), Result: str("result"), Count: count, Namespace: str("namespace"),
-		Server: str("server"), Holder: str("holder"), Locks: locks}, nil
+		Server: str("server"), Holder: str("holder"), Locks: locks, Part: part}, nil
 }
