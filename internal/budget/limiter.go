@@ -58,6 +58,15 @@ func (l *Limiter) SetClock(now func() time.Time, sleep func(ctx context.Context,
 	l.now, l.sleep = now, sleep
 }
 
+// Now reads the limiter's clock: time.Now, or the one SetClock gave it. What times a paced walk
+// (a progress line) reads it, so that it follows a virtual clock too.
+func (l *Limiter) Now() time.Time {
+	l.mu.Lock()
+	now := l.now
+	l.mu.Unlock()
+	return now()
+}
+
 // Rate returns the budget in units per second (0: unlimited).
 func (l *Limiter) Rate() int {
 	if l.lim == nil {

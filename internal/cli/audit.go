@@ -43,7 +43,7 @@ func (s *session) openTrail(o *options, c *conn) (*trail, error) {
 		return nil, err
 	}
 	r := &audit.Releaser{Provider: c.p, Sink: sink, Operator: audit.Operator(), Namespace: o.namespace,
-		Server: redisconn.Describe(o.url), Scan: s.pacedScan(nil)}
+		Server: redisconn.Describe(o.url), Scan: s.pacedScan(s.limiter(), nil)}
 	return &trail{Releaser: r, closeFn: closeFn, warnf: s.warnf}, nil
 }
 

@@ -54,7 +54,7 @@ func (s *session) completeLocks(ctx context.Context, o *options, field func(prov
 	}
 	defer c.Close()
 	var out []cobra.Completion
-	err = c.p.ScanWith(ctx, s.pacedScan(nil), func(batch []provider.Lock) error {
+	err = c.p.ScanWith(ctx, s.pacedScan(s.limiter(), nil), func(batch []provider.Lock) error {
 		for _, l := range batch {
 			if v := field(l); !l.Foreign && v != "" && strings.HasPrefix(v, typed) {
 				out = append(out, v)

@@ -46,8 +46,9 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(err)
 	}
 	defer c.Close()
-	progress := s.walkProgress(c.client)
-	locks, err := c.p.ListWith(ctx, s.pacedScan(progress.examined))
+	limiter := s.limiter()
+	progress := s.walkProgress(c.client, limiter.Now)
+	locks, err := c.p.ListWith(ctx, s.pacedScan(limiter, progress.examined))
 	progress.done()
 	if err != nil {
 		return s.fail(err)
@@ -69,15 +70,10 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 // and owners): paced like the console's refreshes, within budget.Default units a second with a
 // SCAN counted as the budget.ScanCost keys it examines (docs/console-cost.md), so that a walk of
 // a database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
-// examined, if not nil, is called before each round trip with about how many keys of the
-// database the walk's SCANs will have examined (concurrently for the masters of a Cluster).
-func (s *session) pacedScan(examined func(ctx context.Context, keys int64)) provider.ScanOptions {
-	var limiter *budget.Limiter
-	if s.app.Budget != nil {
-		limiter = s.app.Budget()
-	} else {
-		limiter = budget.New(budget.Default)
-	}
+// limiter is its budget (s.limiter). examined, if not nil, is called before each round trip with
+// about how many keys of the database the walk's SCANs will have examined (concurrently for the
+// masters of a Cluster).
+func (s *session) pacedScan(limiter *budget.Limiter, examined func(ctx context.Context, keys int64)) provider.ScanOptions {
 	var n atomic.Int64
 	return provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
 		if examined != nil {
@@ -85,6 +81,15 @@ func (s *session) pacedScan(examined func(ctx context.Context, keys int64)) prov
 		}
 		return limiter.Wait(ctx, scans*budget.ScanCost+reads)
 	}}
+}
+
+// limiter returns a new read budget for one walk: App.Budget's, else budget.Default units a
+// second.
+func (s *session) limiter() *budget.Limiter {
+	if s.app.Budget != nil {
+		return s.app.Budget()
+	}
+	return budget.New(budget.Default)
 }
 
 // listFilter returns the test that list's --match, --owner and --no-ttl make of a key.

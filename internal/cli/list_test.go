@@ -202,16 +202,18 @@ func TestListIsPacedLikeTheConsole(t *testing.T) {
 }
 
 // A walk that lasts over a second says how far it has come, on one line it rewrites and clears
-// before the list is printed; stdout and stderr get none of it. list's own budget (none is
-// injected) makes a walk of 40,000 keys last about 1.9 s of wall time: the progress line is
-// timed by the wall clock, and a list that no longer paced its walk would show none.
+// before the list is printed; stdout and stderr get none of it. The budget makes a walk of
+// 40,000 keys last about 1.9 s, on the virtual clock that also times the progress line: a list
+// that no longer paced its walk would show none.
 func TestListShowsItsProgressOnALongWalk(t *testing.T) {
 	e := newEnv(t)
 	seed(t, e)
 	e.fill(t, "", "", 0, 40_000)
 
 	var progress bytes.Buffer
+	lim, _ := virtualBudget()
 	app := newApp(nil, nil)
+	app.Budget = func() *budget.Limiter { return lim }
 	app.Progress = &progress
 	r := runApp(t, app, "list", "--redis", e.srv.URL)
 	requireCode(t, r, cli.ExitOK)

@@ -38,9 +38,10 @@ type walkProgress struct {
 	shown bool
 }
 
-// walkProgress returns the progress of a walk that starts now with client.
-func (s *session) walkProgress(client redis.UniversalClient) *walkProgress {
-	return &walkProgress{w: s.progressWriter(), client: client, start: time.Now(), now: time.Now}
+// walkProgress returns the progress of a walk that starts now with client, timed by now (the
+// walk's budget's clock: Limiter.Now).
+func (s *session) walkProgress(client redis.UniversalClient, now func() time.Time) *walkProgress {
+	return &walkProgress{w: s.progressWriter(), client: client, start: now(), now: now}
 }
 
 // progressWriter is where progress goes: App.Progress, else stderr when it is a terminal, else
