@@ -120,8 +120,8 @@ func (e *env) seen(k string) provider.Lock {
 }
 
 // ForceReleaseHold cuts off only the hold that was seen: a hold taken since under the same
-// owner, by one of ours (a new token) or by stock (no record), is spared; the hold seen, also
-// after a re-entry that joined it, is released.
+// owner, by one of ours (a new token) or by stock (no record), or re-entered (its record names
+// another claim), is spared; the hold seen, also after renewals, is released.
 func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
@@ -163,8 +163,23 @@ func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
 
 	e.token(e.p, "joined", "shared")
 	seen = e.seen("joined")
-	e.token(e.p, "joined", "shared") // a re-entry joins the hold and keeps its token
+	e.token(e.p, "joined", "shared") // a re-entry joins the hold: the same token, its own claim
+	require.Equal(t, seen.Record.FencingToken, e.seen("joined").Record.FencingToken)
+	require.False(t, release(seen), "the re-entry's holder was not seen")
+	seen = e.seen("joined")
 	require.False(t, release(provider.Lock{Key: "joined", Owner: "other", Record: seen.Record}))
+	lease, err := e.p.AcquireLease(c, []string{"renewed"}, provider.LeaseOptions{Owner: "shared", Expire: 3 * time.Second})
+	require.NoError(t, err)
+	seenLease := e.seen("renewed")
+	pttl := func() time.Duration { return e.rdb.PTTL(c, e.key("renewed")).Val() }
+	low := pttl()
+	require.Eventually(t, func() bool { // the TTL rose again: a renewal
+		now := pttl()
+		low = min(low, now)
+		return now > low+100*time.Millisecond
+	}, wait, poll, "the lease renews its key")
+	require.True(t, release(seenLease), "a renewal does not change the hold")
+	_, _ = lease.Release(c) // it lost its key: whatever it says
 	require.True(t, release(seen))
 	e.requireFree("joined")
 	require.False(t, release(seen), "gone")

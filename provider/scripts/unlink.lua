@@ -1,8 +1,9 @@
 -- Compare-and-unlink for releaseAll and the operator's force-release: UNLINK KEYS[1] (and its
 -- holder record KEYS[2]) only if owner ARGV[1] holds it at delete time and, when ARGV[2] is not
--- empty, the hold is the one ARGV[2] names: its fencing token (our clients' holds), or "none"
--- for a hold without a holder record that describes it (stock Medusa's), so that a new hold
--- taken under the same owner since the operator looked is not cut off. Stock 2.21.2 reads with
+-- empty, the hold is still as ARGV[2] saw it: "<fencing token> <claim>" of its holder record
+-- (our clients' holds: a new hold has a new token, a re-entry, by any process, writes its own
+-- claim), or "none" for a hold without a holder record that describes it (stock Medusa's), so
+-- that what the operator did not see since they looked is not cut off. Stock 2.21.2 reads with
 -- GET and unlinks in a second pipeline, so a key re-acquired in between by another owner was
 -- lost; here the check and the delete are one atomic step. A key of another type is skipped
 -- (returns 0) instead of failing the batch. An unlink announces the free lock on the wake-up
@@ -14,8 +15,14 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 if ARGV[2] ~= '' then
-  local fence = ourHold(ARGV[1]) and redis.call('HGET', KEYS[2], 'fence')
-  if (fence or 'none') ~= ARGV[2] then
+  local seen = 'none'
+  if ourHold(ARGV[1]) then
+    local rec = redis.call('HMGET', KEYS[2], 'fence', 'claim')
+    if rec[1] then
+      seen = rec[1] .. ' ' .. (rec[2] or '')
+    end
+  end
+  if seen ~= ARGV[2] then
     return 0
   end
 end
