@@ -52,8 +52,10 @@ func (m *model) askRelease() {
 	}
 	if e.Record != nil {
 		lines[2] = "holder " + e.Record.Holder.String()
-		lines = append(lines, "held   "+common.Held(e.HeldFor(m.common.Now())),
-			"token  "+strconv.FormatInt(e.Record.FencingToken, 10))
+		lines = append(lines, "held   "+common.Held(e.HeldFor(m.common.Now())))
+		if e.Record.FencingToken > 0 { // 0: a record written before records kept one
+			lines = append(lines, "token  "+strconv.FormatInt(e.Record.FencingToken, 10))
+		}
 	}
 	lines = append(lines, "",
 		"Deleted only if this same hold is still there (compare-and-delete).",
@@ -180,7 +182,7 @@ func (m *model) onReleaseDone(msg releaseDoneMsg) {
 	case msg.released:
 		m.setNotice(fmt.Sprintf("released %s (owner %s)", printable(msg.key), quote(msg.owner)), false)
 	case msg.nowHeld && msg.nowOwner == msg.owner:
-		m.setNotice(fmt.Sprintf("not released: %s was taken again by %s (a new hold); press d to see it", printable(msg.key), quote(msg.owner)), true)
+		m.setNotice(fmt.Sprintf("not released: %s changed since the dialog (owner %s): press d again", printable(msg.key), quote(msg.owner)), true)
 	case msg.nowHeld:
 		m.setNotice(fmt.Sprintf("not released: owner of %s changed to %s", printable(msg.key), quote(msg.nowOwner)), true)
 	default:
@@ -196,12 +198,12 @@ func (m *model) onReleaseDone(msg releaseDoneMsg) {
 type bulkRelease struct {
 	owner    string
 	released atomic.Int64
-	shown    string // the progress notice last shown
 }
 
 // showBulkProgress shows, while a release of an owner's locks walks the namespace, how many it
-// released so far, on a notice that stays until the release ends. Another notice is left until
-// it expires (a sticky one, such as a failed audit write, until the next notice).
+// released so far, on a notice that stays until the release ends (of two at once, the later
+// one's). Another notice is left until it expires (a sticky one, such as a failed audit write,
+// until the next notice).
 func (m *model) showBulkProgress() {
 	b := m.bulk
 	if b == nil {
@@ -209,15 +211,14 @@ func (m *model) showBulkProgress() {
 	}
 	cur := m.notice
 	expired := !cur.until.IsZero() && !m.common.Now().Before(cur.until)
-	if cur.text != "" && cur.text != b.shown && !expired {
+	if cur.text != "" && !cur.progress && !expired {
 		return
 	}
 	text := fmt.Sprintf("releasing the locks of %s…", quote(b.owner))
 	if n := int(b.released.Load()); n > 0 {
 		text += fmt.Sprintf(" %s released so far", plural(n, "lock", "locks"))
 	}
-	b.shown = text
-	m.notice = notice{text: text}
+	m.notice = notice{text: text, progress: true}
 }
 
 func (m *model) onReleaseAllDone(msg releaseAllDoneMsg) {

@@ -198,7 +198,7 @@ func TestIntegrationForceReleaseSparesANewHoldOfTheSameOwner(t *testing.T) {
 	require.True(t, ok)
 	second := take()
 	c.press("y")
-	c.await(`not released: cart:1 was taken again by "svc" (a new hold)`)
+	c.await(`not released: cart:1 changed since the dialog (owner "svc"): press d again`)
 	l, held, err := p.Get(ctx, "cart:1")
 	require.NoError(t, err)
 	require.True(t, held, "the new hold is not cut off")

@@ -25,7 +25,8 @@ type (
 		released   bool
 		// nowHeld is true when the key is still held after a refused release, by nowOwner
 		// (which may be "": the empty owner is an owner like any other; when it is owner, the
-		// owner took the key again since the dialog opened: a hold the operator did not see).
+		// hold changed since the dialog opened: taken again or re-entered under that owner, or
+		// renewed by a client that writes no holder record).
 		nowHeld  bool
 		nowOwner string
 		err      error

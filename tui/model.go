@@ -38,9 +38,10 @@ var pageNames = [pageCount]string{"Locks", "Owners", "Hot", "Detail"}
 
 // notice is a line in the footer: a result, an error, a failed audit write.
 type notice struct {
-	text  string
-	err   bool
-	until time.Time // zero: until the next notice
+	text     string
+	err      bool
+	until    time.Time // zero: until the next notice
+	progress bool      // the count of a release of an owner's locks under way (showBulkProgress)
 }
 
 // model is the root model: it routes keys, owns the pages, the dialog and the filter, and

@@ -168,7 +168,7 @@ func TestReleaseResults(t *testing.T) {
 		{releaseDoneMsg{key: "k", owner: "a", released: true}, `released k (owner "a")`},
 		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true, nowOwner: "b"}, `not released: owner of k changed to "b"`},
 		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true}, `not released: owner of k changed to ""`},
-		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true, nowOwner: "a"}, `not released: k was taken again by "a" (a new hold); press d to see it`},
+		{releaseDoneMsg{key: "k", owner: "a", nowHeld: true, nowOwner: "a"}, `not released: k changed since the dialog (owner "a"): press d again`},
 		{releaseDoneMsg{key: "k", owner: "a"}, "not released: k is already gone"},
 		{releaseDoneMsg{key: "k", owner: "a", released: true, auditErr: errors.New("disk full")}, "AUDIT FAILED for k: disk full"},
 	}
@@ -240,6 +240,20 @@ func TestBulkProgressLeavesOtherNotices(t *testing.T) {
 	m.notice.until = m.common.Now().Add(-time.Second)
 	m.Update(tickMsg{})
 	assert.Contains(t, screen(m), `releasing the locks of "svc"… 3 locks released so far`)
+}
+
+// Of two D's at once, the later one's count shows.
+func TestBulkProgressOfASecondRelease(t *testing.T) {
+	m := newTestModel(t, Config{})
+	_ = m.releaseAll(releaseAllReq{owner: "a", count: 5})
+	first := m.bulk
+	first.released.Store(3)
+	m.Update(tickMsg{})
+	_ = m.releaseAll(releaseAllReq{owner: "b", count: 5})
+	m.bulk.released.Store(4)
+	first.released.Store(5)
+	m.Update(tickMsg{})
+	assert.Contains(t, screen(m), `releasing the locks of "b"… 4 locks released so far`)
 }
 
 func TestFilterSortAndViews(t *testing.T) {

@@ -116,7 +116,8 @@ type warnHandler struct {
 }
 
 // warnGate ends a warnHandler's writes: once shut returned, no warning is written, also none
-// that was being formatted meanwhile.
+// that was being formatted meanwhile. shut waits for a write under way (a stderr that blocks
+// holds it up, as it holds up every other write of the command).
 type warnGate struct {
 	mu     sync.Mutex
 	closed bool
