@@ -293,10 +293,11 @@ func (p *Provider) ForceReleaseOwner(ctx context.Context, key, owner string) (bo
 
 // ForceReleaseHold force-releases seen.Key only while it is still the hold seen describes (a Lock
 // read by Get or a scan: what the operator looked at): the same owner and, for a hold of our
-// clients, the same fencing token and the same acquisition call in its holder record. So a lock
-// that one of our clients took again under the same owner since it was read (an owner id that
-// several holds share, such as "*" or a named owner), or re-entered, possibly from another
-// process, is not cut off, and the holder the record names is the one cut off. A hold seen
+// clients, the same fencing token and holding process in its holder record. So a lock that one
+// of our clients took again under the same owner since it was read (an owner id that several
+// holds share, such as "*" or a named owner), or that another process re-entered, is not cut
+// off, and the holder the record names is the one cut off; renewals and re-entries by the
+// process seen do not change the hold. A hold seen
 // without a holder record (stock Medusa's) must still have none; stock writes nothing else that
 // tells two of its holds apart, so a stock process's new hold under the same owner is taken
 // for the one seen. It returns false, deleting nothing, when the key is gone, held by someone
@@ -317,14 +318,15 @@ func (p *Provider) ForceReleaseHold(ctx context.Context, seen Lock) (bool, error
 	return res[0] == 1, nil
 }
 
-// holdPin names a hold for unlink.lua: its fencing token and the claim that last wrote its
-// record, or "none" for a hold without a holder record (or with one written before records
-// kept a token).
+// holdPin names a hold for unlink.lua: its fencing token and holding process, as parseRecord
+// read them, joined by NUL bytes, or "none" for a hold without a holder record (or with one
+// written before records kept a token).
 func holdPin(rec *Record) string {
 	if rec == nil || rec.FencingToken == 0 {
 		return "none"
 	}
-	return strconv.FormatInt(rec.FencingToken, 10) + " " + rec.Claim
+	return strings.Join([]string{strconv.FormatInt(rec.FencingToken, 10), rec.Host, strconv.Itoa(rec.PID),
+		rec.Program, rec.Client}, "\x00")
 }
 
 // ForceReleaseAny deletes key whoever holds it now and returns that owner: it reads the owner and

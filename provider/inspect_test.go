@@ -120,8 +120,9 @@ func (e *env) seen(k string) provider.Lock {
 }
 
 // ForceReleaseHold cuts off only the hold that was seen: a hold taken since under the same
-// owner, by one of ours (a new token) or by stock (no record), or re-entered (its record names
-// another claim), is spared; the hold seen, also after renewals, is released.
+// owner, by one of ours (a new token) or by stock (no record), or re-entered by another process
+// (its record names that process), is spared; the hold seen, also after renewals and re-entries
+// of the process seen, is released.
 func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
@@ -163,10 +164,13 @@ func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
 
 	e.token(e.p, "joined", "shared")
 	seen = e.seen("joined")
-	e.token(e.p, "joined", "shared") // a re-entry joins the hold: the same token, its own claim
+	other := provider.New(e.rdb, &provider.Options{Namespace: e.ns,
+		Holder: provider.Holder{Host: "web-2", PID: 99, Program: "other-svc"}})
+	e.token(other, "joined", "shared") // another process joins the hold: the same token
 	require.Equal(t, seen.Record.FencingToken, e.seen("joined").Record.FencingToken)
-	require.False(t, release(seen), "the re-entry's holder was not seen")
+	require.False(t, release(seen), "the process that re-entered was not seen")
 	seen = e.seen("joined")
+	e.token(other, "joined", "shared") // the process seen re-enters: the same hold
 	require.False(t, release(provider.Lock{Key: "joined", Owner: "other", Record: seen.Record}))
 	lease, err := e.p.AcquireLease(c, []string{"renewed"}, provider.LeaseOptions{Owner: "shared", Expire: 3 * time.Second})
 	require.NoError(t, err)

@@ -1,9 +1,10 @@
 -- Compare-and-unlink for releaseAll and the operator's force-release: UNLINK KEYS[1] (and its
 -- holder record KEYS[2]) only if owner ARGV[1] holds it at delete time and, when ARGV[2] is not
--- empty, the hold is still as ARGV[2] saw it: "<fencing token> <claim>" of its holder record
--- (our clients' holds: a new hold has a new token, a re-entry, by any process, writes its own
--- claim), or "none" for a hold without a holder record that describes it (stock Medusa's), so
--- that what the operator did not see since they looked is not cut off. Stock 2.21.2 reads with
+-- empty, the hold is still as ARGV[2] saw it: the fencing token and the holding process (host,
+-- pid, program, client kind) of its holder record, joined by NUL bytes (our clients' holds: a
+-- new hold has a new token, a re-entry from another process writes its own process), or "none"
+-- for a hold without a holder record that describes it (stock Medusa's), so that what the
+-- operator did not see since they looked is not cut off. Stock 2.21.2 reads with
 -- GET and unlinks in a second pipeline, so a key re-acquired in between by another owner was
 -- lost; here the check and the delete are one atomic step. A key of another type is skipped
 -- (returns 0) instead of failing the batch. An unlink announces the free lock on the wake-up
@@ -17,9 +18,14 @@ end
 if ARGV[2] ~= '' then
   local seen = 'none'
   if ourHold(ARGV[1]) then
-    local rec = redis.call('HMGET', KEYS[2], 'fence', 'claim')
+    local rec = redis.call('HMGET', KEYS[2], 'fence', 'host', 'pid', 'prog', 'kind')
     if rec[1] then
-      seen = rec[1] .. ' ' .. (rec[2] or '')
+      -- The pid as the Go side reads it: a whole number, 0 when missing or not one.
+      local pid = tonumber(rec[3])
+      if pid == nil or pid ~= math.floor(pid) then
+        pid = 0
+      end
+      seen = table.concat({rec[1], rec[2] or '', decimal(pid), rec[4] or '', rec[5] or ''}, '\0')
     end
   end
   if seen ~= ARGV[2] then
