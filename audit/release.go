@@ -144,8 +144,8 @@ func holderOf(l provider.Lock) string {
 // ActionReleaseOwner, naming each lock deleted with the holder it cut off, as read in the same
 // paced walk just before the delete. The record is written also when the walk failed
 // part-way: it names the locks deleted until then. A release of more than LocksPerRecord
-// locks writes its record in parts (Record.Part), each full one as soon as it is; AuditErr is
-// the first part that could not be written.
+// locks writes its record in parts (Record.Part), each full one as soon as the next lock is
+// deleted; AuditErr is the first part's error that could not be written.
 func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
 	perRecord := r.LocksPerRecord
 	if perRecord <= 0 {
@@ -156,14 +156,14 @@ func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
 	var auditErr error
 	keep := func(l provider.Lock) {
 		if r.Sink != nil {
-			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l)})
-			if len(locks) == perRecord {
+			if len(locks) == perRecord { // a full part, and more to come: the last part is never empty
 				part++
 				err := r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks, Part: part},
 					Released{Count: len(locks), Owner: owner})
 				auditErr = cmp.Or(auditErr, err)
 				locks = nil
 			}
+			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l)})
 		}
 		if r.OnReleased != nil {
 			r.OnReleased(l)

@@ -192,4 +192,12 @@ func TestReleaseOwnerWritesALargeReleaseInParts(t *testing.T) {
 		assert.Equal(t, []int{2, 2, 5}, []int{recs[0].Count, recs[1].Count, recs[2].Count}, "%s: the last part counts all", where)
 		assert.ElementsMatch(t, keys, named, "%s: every lock is named once", where)
 	}
+
+	// Exactly LocksPerRecord locks are one record, not a full part and an empty one.
+	require.NoError(t, p.Acquire(ctx, []string{"x", "y"}, provider.AcquireOptions{Owner: "o2"}))
+	assert.Equal(t, audit.Released{Count: 2, Owner: "o2"}, r.ReleaseOwner(ctx, "o2"))
+	recs := readLines(t, path)
+	require.Len(t, recs, 4)
+	assert.Zero(t, recs[3].Part)
+	assert.Len(t, recs[3].Locks, 2)
 }

@@ -61,6 +61,9 @@ func (l *Limiter) SetClock(now func() time.Time, sleep func(ctx context.Context,
 // Now reads the limiter's clock: time.Now, or the one SetClock gave it. What times a paced walk
 // (a progress line) reads it, so that it follows a virtual clock too.
 func (l *Limiter) Now() time.Time {
+	if l == nil { // unlimited, as for Take and Wait
+		return time.Now()
+	}
 	l.mu.Lock()
 	now := l.now
 	l.mu.Unlock()

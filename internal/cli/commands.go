@@ -210,8 +210,10 @@ owner-checked delete the console's d does) with OWNER.`,
 		`Release every lock in the namespace held by OWNER and print how many were released (0 is
 not an error). --owner is required: locktui does not guess ("*" releases the anonymous
 owner's locks only, as stock releaseAll without an owner does). It is audited (see the audit
-flags) as one release_owner record with OWNER, the count, and each lock released with the
-holder it cut off (the holder record read just before the delete, in the same walk).
+flags) as a release_owner record with OWNER, the count, and each lock released with the
+holder it cut off (the holder record read just before the delete, in the same walk); past
+1,000 locks, as several records of 1,000 (part 1, 2, ...), the last with the outcome and
+the count of all.
 
 The namespace is walked as list walks it, paced to 20,000 keys examined a second: each key is
 read, then the keys OWNER holds are deleted with a compare-and-unlink each (one unit each), so

@@ -24,11 +24,13 @@
 //     (empty when it was not held) and the result released, not_held or error.
 //   - release --owner: one force_release record per distinct key with OWNER. audit/ has no
 //     plain "release" action, and none is needed: an owner-checked release of one key is the
-//     compare-and-delete the console's d performs and audits under that name, so one action
-//     means one operation whichever tool did it.
-//   - release-all: one release_owner record with the owner, the number of locks released
+//     compare-and-delete the console's d performs (d also compares the hold it showed: its
+//     token and holding process) and audits under that name, so one action means one
+//     operation whichever tool did it.
+//   - release-all: a release_owner record with the owner, the number of locks released
 //     (result not_held when 0) and, in locks, each lock released with the holder it cut off,
-//     as read in the same paced walk just before its delete.
+//     as read in the same paced walk just before its delete; past audit.DefaultLocksPerRecord
+//     locks, in parts (see audit.Record.Part).
 //   - acquire and run are not audited: they take locks under an owner and give back only their
 //     own.
 //
