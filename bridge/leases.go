@@ -21,6 +21,9 @@ const (
 	minRenewInterval = 250 * time.Millisecond
 )
 
+// grantHook, set by tests only, runs after a lease was taken and before its grant is queued.
+var grantHook func(*provider.Lease)
+
 // leaseEntry is a lease held for this connection.
 type leaseEntry struct {
 	lease    *provider.Lease
@@ -100,16 +103,31 @@ func (c *conn) lease(ctx context.Context, req Request, renewals float64, t *turn
 	// The provider's TTL: whole seconds, rounded up.
 	e := &leaseEntry{lease: l, expire: (opts.Expire + time.Second - 1).Truncate(time.Second), renewals: renewals}
 	c.leases[id] = e
-	c.watchers.Add(1)
 	c.mu.Unlock()
 	c.s.metrics.leasesHeld.Inc()
-	go c.watch(id, e)
+	if grantHook != nil {
+		grantHook(l)
+	}
+	// The watcher starts once the grant is queued (see leaseResult.watch): a lease_lost must
+	// never reach the client before the grant of its lease.
 	return leaseResult{Lease: id, Owner: l.Owner(), ValidMS: validMS(l),
-		fencing: fencing{FencingToken: l.FencingToken(), FencingTokens: l.FencingTokens()}}, nil
+		fencing: fencing{FencingToken: l.FencingToken(), FencingTokens: l.FencingTokens()},
+		watch: func() {
+			c.watchers.Add(1)
+			go c.watch(id, e)
+		}}, nil
 }
 
-// validMS is how long the lease's keys are certainly its own from now, in milliseconds.
-func validMS(l *provider.Lease) int64 { return max(0, time.Until(l.Deadline()).Milliseconds()) }
+// validMS is how long the lease's keys are certainly its own from now, in milliseconds: 0 once
+// the lease has ended, whatever its deadline.
+func validMS(l *provider.Lease) int64 {
+	select {
+	case <-l.Done():
+		return 0
+	default:
+		return max(0, time.Until(l.Deadline()).Milliseconds())
+	}
+}
 
 // pingResult lists the leases held with their validity.
 func (c *conn) pingResult() pingResult {

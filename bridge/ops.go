@@ -146,6 +146,9 @@ func (c *conn) start(req Request) {
 		}
 		c.mu.Unlock()
 		c.finish(ctx, req, result, err)
+		if grant, ok := result.(leaseResult); ok && grant.watch != nil {
+			grant.watch() // after the grant: see leaseResult.watch
+		}
 	})
 }
 

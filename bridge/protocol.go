@@ -157,6 +157,9 @@ type (
 		// lock…", composed by the provider), for a client that finds the lease lost by itself.
 		LostMessage string `json:"lost_message,omitempty"`
 		fencing
+		// watch starts the lease's watcher; it runs once the grant is queued, so that its
+		// lease_lost follows the grant on the wire.
+		watch func()
 	}
 	cancelledResult struct {
 		Cancelled bool `json:"cancelled"`

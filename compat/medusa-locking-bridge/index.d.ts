@@ -107,7 +107,7 @@ export interface ReleaseArgs {
  * Error thrown by the provider: a MedusaError when @medusajs/framework is installed, else an
  * Error with the same `type` and `message`. Lock conflicts have type "conflict", stock's
  * messages and no bridgeCode; other errors have a `bridgeCode`: the client's ("not_connected",
- * "connection_lost", "lease_too_late", "closed", "unauthorized", "forbidden", "refused", "protocol",
+ * "connection_lost", "lease_too_late", "lost_at_grant", "closed", "unauthorized", "forbidden", "refused", "protocol",
  * "heartbeat_interval", "outcome_unknown") or the bridge's error code ("outcome_unknown",
  * "redis_error", "owner_forbidden", "key_forbidden", "too_many_leases", "too_many_renewals", …).
  * The `cause` of a "Lost the lock" signal reason has one of "heartbeat_timeout",

@@ -21,6 +21,7 @@ class Link {
     this.counted = 0 // entries in flight that count toward max_in_flight
     this.maxInFlight = 256
     this.leases = new Map() // lease id -> Lease
+    this.lostFirst = new Map() // lease id -> lease_lost that came before its lease's grant
     this.deadlines = null
     this.pinger = null
     this.refusal = null
@@ -134,12 +135,34 @@ class Link {
    */
   onLeaseLost(msg) {
     const lease = this.leases.get(msg.lease)
-    if (!lease) return
+    if (!lease) {
+      // Lost before its grant was read (a bridge that wrote them in that order): the grant must
+      // not be believed. Otherwise a lease this client gave back already: nothing to do.
+      if (this.awaitsLease()) this.lostFirst.set(msg.lease, msg)
+      return
+    }
     this.forget(lease)
     const reason = msg.error?.message ? this.client.bridgeError(msg.error) : undefined
     lease.lose({ reason, cause: reason ? undefined : new Error("the bridge reported the lease lost") })
     this.client.logger?.warn?.(lease.signal.reason.message)
     if (this.usable) this.send({ op: "lease_release", fields: { lease: lease.id }, internal: true })
+  }
+
+  /** True while a lease request is in flight on this link (a grant may still come). */
+  awaitsLease() {
+    for (const entry of this.inflight.values()) if (entry.op === "lease") return true
+    return false
+  }
+
+  /**
+   * Takes the lease_lost that came before the grant of lease id, if one did; forgets the rest
+   * once no lease request is in flight, since no grant can match them any more.
+   */
+  takeLostFirst(id) {
+    const msg = this.lostFirst.get(id)
+    this.lostFirst.delete(id)
+    if (!this.awaitsLease()) this.lostFirst.clear()
+    return msg
   }
 
   /** going_away: no new work here; leases end at the drain deadline; new work goes to a new connection. */

@@ -58,7 +58,8 @@ class Requests {
       if (!link) return this.again(entry, batch)
       const lease = new Lease(link, result.lease, result.owner, entry.keys, result.lost_message, result)
       link.addLease(lease, entry.sentAt, result.valid_ms)
-      if (performance.now() >= link.deadlines.deadlineOf(lease)) return this.tooLate(entry, lease)
+      if (link.takeLostFirst(lease.id)) return this.givenBack(entry, lease, "lost")
+      if (performance.now() >= link.deadlines.deadlineOf(lease)) return this.givenBack(entry, lease, "late")
       return client.finish(entry, null, lease)
     }
     const code = reply.error?.code
@@ -153,20 +154,26 @@ class Requests {
   }
 
   /**
-   * A lease whose reply came after its own deadline (a slow link: Redis may have expired a key
-   * already) is never handed to the job: it is given back and asked for again while execute's
-   * timeout allows.
+   * A lease that is not certain when its grant is read is never handed to the job: one whose
+   * reply came after its own deadline (why "late": a slow link, Redis may have expired a key
+   * already), or one the bridge reported lost before its grant (why "lost"). It is given back
+   * (which also tells the bridge that nobody believes in it) and asked for again while
+   * execute's timeout allows.
    */
-  tooLate(entry, lease) {
+  givenBack(entry, lease, why) {
     const { client } = this
     lease.release().catch(() => {}) // the bridge retries a failed release itself
     if (performance.now() < entry.deadline) return client.enqueue(entry, { front: true })
+    const [what, bridgeCode] =
+      why === "lost"
+        ? ["was reported lost before its grant arrived", "lost_at_grant"]
+        : ["arrived after its own deadline (the link is too slow)", "lease_too_late"]
     client.finish(
       entry,
       lockingError(
         Types.UNEXPECTED_STATE,
-        `locking-bridge: every lease the bridge at ${client.display} granted within execute's timeout arrived after its own deadline (the link is too slow); nothing is held`,
-        { bridgeCode: "lease_too_late" }
+        `locking-bridge: every lease the bridge at ${client.display} granted within execute's timeout ${what}; nothing is held`,
+        { bridgeCode }
       )
     )
   }

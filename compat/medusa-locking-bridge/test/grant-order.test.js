@@ -1,0 +1,95 @@
+"use strict"
+
+// The order of a lease's grant and its lease_lost, forced by a scripted bridge (a WebSocket
+// server that speaks the protocol; no Redis): whichever comes first, no job runs on a lease the
+// bridge said was lost.
+
+const { test } = require("node:test")
+const assert = require("node:assert/strict")
+const { WebSocketServer } = require("ws")
+const { createBridgeLockingProvider } = require("..")
+const { waitFor } = require("../test-support/env")
+
+const WELCOME = {
+  type: "welcome",
+  version: 2,
+  namespace: "medusa_lock:",
+  session: "0123456789abcdef0123456789abcdef",
+  resume_ms: 60000,
+  heartbeat: { interval_ms: 1000, timeout_ms: 4000 },
+  limits: {},
+}
+
+/**
+ * A scripted bridge: onLease(ws, req, n) answers the n-th lease request (from 1); pings are
+ * answered with the leases it granted and did not lose. Records the lease_release requests.
+ */
+async function scriptedBridge(onLease) {
+  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, handleProtocols: (protocols) => [...protocols][0] })
+  await new Promise((resolve) => server.once("listening", resolve))
+  const state = { released: [], valid: {} }
+  let leases = 0
+  server.on("connection", (ws) => {
+    ws.send(JSON.stringify(WELCOME))
+    ws.on("message", (data) => {
+      const req = JSON.parse(String(data))
+      if (req.op === "lease") onLease(ws, req, ++leases, state)
+      else if (req.op === "ping") ws.send(JSON.stringify({ id: req.id, ok: true, result: { leases: state.valid } }))
+      else if (req.op === "lease_release") {
+        state.released.push(req.lease)
+        ws.send(JSON.stringify({ id: req.id, ok: true, result: { released: false } }))
+      }
+    })
+  })
+  state.url = `ws://127.0.0.1:${server.address().port}/ws`
+  state.close = () => new Promise((resolve) => server.close(resolve))
+  return state
+}
+
+const grant = (req, lease, token) => JSON.stringify({ id: req.id, ok: true, result: { lease, owner: "execute:x", valid_ms: 60000, fencing_token: token } })
+const lost = (lease) =>
+  JSON.stringify({ type: "lease_lost", lease, keys: ["k"], error: { type: "conflict", code: "lock_lost", message: `Lost the lock for key(s) "k" while the job was still running: test.` } })
+
+// Defect (issue 21): the client dropped a lease_lost for a lease id it did not know yet, then
+// read the grant and ran the job on it to its end, while the bridge had already let the key go.
+test("a lease_lost that arrives before its grant: the lease is given back and the job runs on the next one", async () => {
+  const bridge = await scriptedBridge((ws, req, n, state) => {
+    if (n === 1) {
+      ws.send(lost("L1"))
+      ws.send(grant(req, "L1", 1))
+    } else {
+      state.valid.L2 = 60000
+      ws.send(grant(req, "L2", 2))
+    }
+  })
+  const locks = createBridgeLockingProvider({ url: bridge.url })
+  try {
+    const runs = []
+    await locks.execute("k", async (signal, fencing) => runs.push({ token: fencing.fencingToken, aborted: signal.aborted }), { timeout: 5 })
+    assert.deepEqual(runs, [{ token: 2, aborted: false }], "the job ran once, on the lease that was not lost")
+    await waitFor("the lost lease's acknowledgement", () => bridge.released.length > 0)
+    assert.deepEqual(bridge.released.slice(0, 1), ["L1"], "the lost lease is acknowledged (lease_release) so the bridge may free its keys")
+  } finally {
+    await locks.close()
+    await bridge.close()
+  }
+})
+
+test("a lease_lost right after its grant aborts the job's signal", async () => {
+  const bridge = await scriptedBridge((ws, req) => {
+    ws.send(grant(req, "L1", 1))
+    ws.send(lost("L1"))
+  })
+  const locks = createBridgeLockingProvider({ url: bridge.url })
+  try {
+    const err = await locks
+      .execute("k", (signal) => (signal.aborted ? "ran on" : new Promise((resolve) => signal.addEventListener("abort", () => resolve("ran on"), { once: true }))), { timeout: 5 })
+      .catch((e) => e)
+    assert.equal(err?.message, `Lost the lock for key(s) "k" while the job was still running: test.`)
+    await waitFor("the lost lease's acknowledgement", () => bridge.released.length > 0)
+    assert.deepEqual(bridge.released, ["L1"])
+  } finally {
+    await locks.close()
+    await bridge.close()
+  }
+})
