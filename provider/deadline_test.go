@@ -105,3 +105,31 @@ func TestLeaseIsNeverGrantedAfterItsDeadline(t *testing.T) {
 	require.Eventually(t, func() bool { return rdb.Exists(context.Background(), p.RedisKey("k")).Val() == 0 }, wait, poll,
 		"the late grants were given back")
 }
+
+// Defect (issue 21): a lease whose grant came back just before its deadline was granted: with
+// less of its life left than the safety margin, the holder starts its job and is told it lost
+// the lease a moment later, or not at all in time when the link to it is slow (a bridge
+// client). A grant with less than SafetyMargin(TTL) left is given back and tried again.
+func TestLeaseIsNeverGrantedWithLessThanItsSafetyMarginLeft(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := faultproxy.StartT(t, srv.Addr)
+	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 10 * time.Second})
+	t.Cleanup(func() { _ = pc.Close() })
+	p := provider.New(pc, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, p.Acquire(ctx(t), []string{"warm-up"}, provider.AcquireOptions{Owner: "w"})) // scripts loaded
+	const expire = 2 * time.Second
+	// The deadline is 1.8 s after the send, the margin 200 ms: the grant comes back with at
+	// most 100 ms of its life left.
+	proxy.Delay(faultproxy.Downstream, 1700*time.Millisecond)
+	l, err := p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: expire, Timeout: 3 * time.Second})
+	if err == nil {
+		left := time.Until(l.Deadline())
+		_, _ = l.Release(context.Background())
+		require.Fail(t, "a lease was granted with less than its safety margin left", "%s left of %s", left, provider.SafetyMargin(expire))
+	}
+	require.ErrorIs(t, err, provider.ErrTimedOut)
+	proxy.Restore(faultproxy.Downstream)
+	rdb := srv.Client(t)
+	require.Eventually(t, func() bool { return rdb.Exists(context.Background(), p.RedisKey("k")).Val() == 0 }, wait, poll,
+		"the late grants were given back")
+}

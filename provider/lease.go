@@ -91,8 +91,9 @@ const renewRetryMin = 100 * time.Millisecond
 // to be the lease's and extended to the full Expire before the lease is returned; a key lost
 // meanwhile is waited for again within the timeout. Without a wait, taking the keys is one round trip.
 //
-// A grant whose reply comes back after the lease's own deadline (a slow link: Redis may already
-// have expired a key) is given back and the keys are tried again within the timeout.
+// A grant whose reply comes back with less than SafetyMargin of the TTL left before the lease's
+// own deadline (a slow link: Redis may already have expired a key, or would before the holder
+// could start) is given back and the keys are tried again within the timeout.
 //
 // On failure everything the call did is undone as for a failed Acquire, claim-checked: also on
 // a key whose reply was lost. That give-back runs even after ctx ended, bounded to 5 s (after a
@@ -157,9 +158,10 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 }
 
 // acquireInTime takes every key for a lease of ttl seconds and returns its holdings and the send
-// time its deadline counts from. A grant whose reply came back after that deadline (a slow
-// link) is given back, claim-checked, and the keys are tried again under a new claim until ctx
-// ends: the holder must never start believing when Redis may already have expired a key.
+// time its deadline counts from. A grant whose reply came back with less than the safety margin
+// left before that deadline (a slow link) is given back, claim-checked, and the keys are tried
+// again under a new claim until ctx ends: the holder must never start believing when Redis may
+// already have expired a key, nor with a lease it would lose as it starts.
 // queued and holder are LeaseOptions.Queued and LeaseOptions.Holder.
 func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func(), holder Holder) (*holdings, time.Time, error) {
 	for {
@@ -169,11 +171,13 @@ func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner strin
 		if err != nil {
 			return nil, time.Time{}, err
 		}
-		if time.Now().Before(deadlineAfter(confirmed, ttl)) {
+		margin := SafetyMargin(time.Duration(ttl) * time.Second)
+		left := time.Until(deadlineAfter(confirmed, ttl))
+		if left >= margin {
 			return h, confirmed, nil
 		}
-		p.opts.Logger.Warn("a lease was granted after its deadline (Redis replied too late); giving it back and trying again",
-			"keys", keys, "owner", owner, "late_by", time.Since(deadlineAfter(confirmed, ttl)))
+		p.opts.Logger.Warn("a lease was granted with less than its safety margin left before its deadline (Redis replied too late); giving it back and trying again",
+			"keys", keys, "owner", owner, "left", left, "margin", margin)
 		if err := p.putBack(context.WithoutCancel(ctx), h); err != nil { // bounded by cleanupTimeout
 			return nil, time.Time{}, h.failed(err, fmt.Errorf("acquire lock for key(s) %s: granted too late", quoteKeys(keys)))
 		}
