@@ -27,6 +27,12 @@
 //     blackholes and delays links through fault proxies; the chaos package's checker must find
 //     no holder entering while another believed. A short run is part of `go test`; `make chaos
 //     DURATION=10m` runs a long one (see docs/safety.md).
+//   - TestSentinelFailover (Linux): on a Sentinel deployment (a master, a replica, three
+//     sentinels), `locktui run` loops and bridge clients share one key through two failovers
+//     (the master SIGKILLed while a holder is inside, its writes replicated first; the old
+//     master restarted as a replica before the second): no two holders believe at once, the
+//     holders of a killed master stop believing within a TTL, work goes on on each new master,
+//     and a run started while the master is down succeeds once the new master answers.
 //
 // The suite needs redis-server, Go and Node 20+ with `make node-deps` done. It fails (never skips)
 // with an install hint when one of them is missing. Every process runs in its own process group

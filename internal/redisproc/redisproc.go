@@ -49,6 +49,9 @@ type Options struct {
 	// --protected-mode yes, --save "", --appendonly no, --dir, --loglevel warning, logging to
 	// stdout), e.g. "--notify-keyspace-events", "KEA". A later argument overrides an earlier one.
 	Args []string
+	// ConfigFile, if set, is a redis.conf that redis-server reads first (its first argument);
+	// the arguments override it. A Sentinel (Args "--sentinel") needs one it can rewrite.
+	ConfigFile string
 	// Dir is the server's working directory, which the caller owns; default a new temporary
 	// directory that Stop removes.
 	Dir string
@@ -161,6 +164,9 @@ func (s *Server) launch(ctx context.Context) error {
 		"--dir", s.dir,
 		"--loglevel", "warning",
 		"--logfile", "", // to stdout, kept in Output
+	}
+	if s.opts.ConfigFile != "" {
+		args = append([]string{s.opts.ConfigFile}, args...)
 	}
 	cmd := exec.Command(s.bin, append(args, s.opts.Args...)...)
 	cmd.Stdout, cmd.Stderr = s.output, s.output

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -109,4 +110,15 @@ func TestStartHonoursItsContext(t *testing.T) {
 	cancel()
 	_, err = redisproc.Start(ctx, redisproc.Options{})
 	assert.ErrorIs(t, err, context.Canceled)
+}
+
+func TestStartReadsTheConfigFileFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "redis.conf")
+	require.NoError(t, os.WriteFile(file, []byte("hz 20\nmaxmemory-policy allkeys-lru\n"), 0o600))
+	srv := start(t, redisproc.Options{ConfigFile: file, Args: []string{"--hz", "30"}})
+	cfg, err := client(t, srv, "").ConfigGet(t.Context(), "*").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "allkeys-lru", cfg["maxmemory-policy"], "the file is read")
+	assert.Equal(t, "30", cfg["hz"], "the arguments override the file")
+	assert.Equal(t, "", cfg["save"], "the defaults still apply")
 }

@@ -1,6 +1,7 @@
 // Package redistest starts a private redis-server for a test on a free loopback port and stops it
-// when the test ends. Tests never touch a server the user runs on 6379, and never skip: when
-// redis-server is missing the test fails with a message saying how to install it.
+// when the test ends, or a whole Sentinel deployment (StartSentinel) that a test fails over.
+// Tests never touch a server the user runs on 6379, and never skip: when redis-server is missing
+// the test fails with a message saying how to install it.
 package redistest
 
 import (
