@@ -38,7 +38,7 @@ func TestLeaseIsLostAtItsDeadlineWhileRedisStalls(t *testing.T) {
 		t.Fatalf("the lease was not lost within %s of Redis stalling (expire %s)", 2*expire, expire)
 	}
 	lostAt := time.Now()
-	conflict(t, l.Err(), provider.ErrLockLost, lostMsg(`"k"`))
+	conflict(t, l.Err(), provider.ErrLockLost, lostAtDeadlineMsg(`"k"`))
 	// Redis may expire the key as early as one TTL after the last renewal sent before the stall:
 	// a loss reported later would let another holder in first.
 	require.Less(t, lostAt.Sub(paused), expire, "lost no later than one TTL after the last renewal that could be confirmed")
@@ -76,7 +76,7 @@ func TestLeaseIsLostAtOnceWhenRedisRestarts(t *testing.T) {
 		t.Fatal("the lease outlived the restart of its Redis by 5 s")
 	}
 	t.Logf("lost %s after the restart", time.Since(restarted).Round(time.Millisecond))
-	conflict(t, l.Err(), provider.ErrLockLost, lostMsg(`"k"`))
+	conflict(t, l.Err(), provider.ErrLockLost, lostToRestartMsg(`"k"`))
 	require.ErrorIs(t, l.Err(), provider.ErrServerRestarted)
 }
 

@@ -79,12 +79,45 @@ const TimedOutMessage = "Timed-out acquiring lock."
 
 // LockLostMessage is stock Medusa's message for a lease that lost keys (without namespace,
 // named in the order given, once each): `Lost the lock for key(s) "a", "b" while the job was
-// still running: …`. A lease's own loss carries it (Lease.Err); a holder that declares a lease
-// lost by itself (a bridge client whose connection died) is given it in advance, so the message
-// is composed here only.
+// still running: …`. A lease that a renewal found gone or taken carries it (Lease.Err); a holder
+// that declares a lease lost by itself (a bridge client whose connection died) is given it in
+// advance, so the message is composed here only. A loss whose cause the provider knows says
+// that cause instead of stock's advice (see LossReason).
 func LockLostMessage(keys []string) string {
-	return "Lost the lock for key(s) " + quoteKeys(uniqueInOrder(keys)) +
-		` while the job was still running: the lease expired before it could be renewed. Increase "expire" if the job is expected to run this long.`
+	return lostPrefix(keys) + `the lease expired before it could be renewed. Increase "expire" if the job is expected to run this long.`
+}
+
+// lostPrefix starts every lost-lease message: `Lost the lock for key(s) "a" while the job was still running: `.
+func lostPrefix(keys []string) string {
+	return "Lost the lock for key(s) " + quoteKeys(uniqueInOrder(keys)) + " while the job was still running: "
+}
+
+// errNoRenewal is the cause of a lease lost at its deadline while no renewal had failed yet:
+// the one in flight got no answer in time.
+var errNoRenewal = errors.New("no renewal was confirmed before the lease's deadline")
+
+// LossReason says why a lease was lost, from err (Lease.Err) when the provider knows the cause:
+// the Redis server restarted or failed over, or the lease reached its deadline because its
+// renewals failed or got no answer. It returns "" when a renewal found a key gone, taken or
+// replaced (stock's case, whose message is stock's; a read of the keys tells more).
+func LossReason(err error) string {
+	var ce *ConflictError
+	if !errors.As(err, &ce) || ce.Kind != ErrLockLost || ce.cause == nil {
+		return ""
+	}
+	switch cause := ce.cause; {
+	case errors.Is(cause, ErrServerRestarted):
+		return "the Redis server restarted or failed over, which may have lost the keys"
+	case errors.Is(cause, errNoRenewal), errors.Is(cause, context.DeadlineExceeded):
+		return "the lease expired: no renewal was confirmed before its deadline (Redis could not be reached in time)"
+	default:
+		return "the lease expired because its renewals failed (last error: " + oneLine(cause.Error()) + ")"
+	}
+}
+
+// oneLine folds s onto one line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ").Replace(strings.TrimSpace(s))
 }
 
 // notAcquired is stock's conflict for a key held by someone else.
@@ -98,9 +131,14 @@ func timedOut(keys []string) *ConflictError {
 	return &ConflictError{Kind: ErrTimedOut, Keys: keys, msg: TimedOutMessage, cause: context.DeadlineExceeded}
 }
 
-// lockLost is stock's conflict for a lease that lost keys, with cause (nil when unknown).
+// lockLost is the conflict for a lease that lost keys, with cause (nil when a renewal found
+// them gone or taken): stock's message, or with a known cause the reason LossReason gives.
 func lockLost(keys []string, cause error) *ConflictError {
-	return &ConflictError{Kind: ErrLockLost, Keys: keys, msg: LockLostMessage(keys), cause: cause}
+	ce := &ConflictError{Kind: ErrLockLost, Keys: keys, msg: LockLostMessage(keys), cause: cause}
+	if reason := LossReason(ce); reason != "" {
+		ce.msg = lostPrefix(keys) + reason + "."
+	}
+	return ce
 }
 
 // endedBy is the error of a wait that ended with err, where timeout is the cause its context

@@ -220,6 +220,9 @@ func (l *Lease) checkDeadline() {
 	if left > 0 || l.ctx.Err() != nil {
 		return
 	}
+	if cause == nil {
+		cause = errNoRenewal
+	}
 	l.lose(l.order, cause)
 }
 

@@ -22,6 +22,16 @@ func lostMsg(keys string) string {
 	return "Lost the lock for key(s) " + keys + ` while the job was still running: the lease expired before it could be renewed. Increase "expire" if the job is expected to run this long.`
 }
 
+// lostAtDeadlineMsg is the message of a lease lost at its deadline, no renewal having failed.
+func lostAtDeadlineMsg(keys string) string {
+	return "Lost the lock for key(s) " + keys + " while the job was still running: the lease expired: no renewal was confirmed before its deadline (Redis could not be reached in time)."
+}
+
+// lostToRestartMsg is the message of a lease lost because its Redis restarted or failed over.
+func lostToRestartMsg(keys string) string {
+	return "Lost the lock for key(s) " + keys + " while the job was still running: the Redis server restarted or failed over, which may have lost the keys."
+}
+
 func TestU1ReleasesUnderTheOwnerItAcquiredWith(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := record(e)

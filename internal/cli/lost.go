@@ -22,40 +22,15 @@ func lostKeys(lease *provider.Lease) []string {
 	return lease.Keys()
 }
 
-// lossCause is what ended a lost lease when the provider knows it: the last renewal error of a
-// lease that ran out at its deadline, or provider.ErrServerRestarted; nil when a renewal found
-// a key no longer the lease's (or the deadline passed before any renewal failed).
-func lossCause(lease *provider.Lease) error {
-	var ce *provider.ConflictError
-	if !errors.As(lease.Err(), &ce) {
-		return nil
-	}
-	for _, err := range ce.Unwrap() {
-		if err != ce.Kind {
-			return err
-		}
-	}
-	return nil
-}
-
-// explainLoss says why lease was lost, on a channel that gets one line: the Redis server
-// restarted; the lease expired at its deadline because its renewals failed or got no answer;
-// or, read from Redis now, each lost key was deleted, taken by another owner (named), or
+// explainLoss says why lease was lost, on a channel that gets one line: the provider's reason
+// when it knows the cause (provider.LossReason: a restart or failover, a deadline passed without
+// a confirmed renewal); or, read from Redis now, each lost key was deleted, taken by another owner (named), or
 // replaced by a key of another type. The read is bounded by lossReadTimeout and runs in its own
 // goroutine.
 func explainLoss(ctx context.Context, p *provider.Provider, lease *provider.Lease) <-chan string {
 	out := make(chan string, 1)
-	cause := lossCause(lease)
-	switch {
-	case errors.Is(cause, provider.ErrServerRestarted):
-		out <- "the Redis server restarted or failed over, which may have lost the keys"
-		return out
-	case cause != nil && !errors.Is(cause, context.DeadlineExceeded):
-		out <- "the lease expired because its renewals failed (last error: " + oneLine(cause.Error()) + ")"
-		return out
-	case cause != nil || !time.Now().Before(lease.Deadline()):
-		// A renewal finds a key gone before the deadline; a loss at the deadline is an expiry.
-		out <- "the lease expired: no renewal was confirmed before its deadline (Redis could not be reached in time)"
+	if reason := provider.LossReason(lease.Err()); reason != "" {
+		out <- reason
 		return out
 	}
 	keys, owner := lostKeys(lease), lease.Owner()
