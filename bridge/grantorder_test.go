@@ -53,3 +53,21 @@ func TestLeaseLostBeforeItsGrantIsWrittenIsToldAfterTheGrant(t *testing.T) {
 	require.Equal(t, req{"released": false}, c.ok(req{"id": 2, "op": "lease_release", "lease": lost.Lease}))
 	require.Empty(t, h.owner("k1"), "the acknowledgement frees what the lost lease still held")
 }
+
+// Defect (found by the Sentinel failover test): a client counts a lease's validity from the
+// send time of its request, so a lease that waited longer than its valid_ms arrived past its
+// deadline and was given back, and one that waited nearly as long was lost a moment after its
+// job started. The grant says how long the bridge held the request (waited_ms), never more
+// than the time between the request's send and the grant.
+func TestLeaseGrantSaysHowLongItWaited(t *testing.T) {
+	h := start(t)
+	c := h.dial(testToken)
+	c.ok(req{"id": 1, "op": "acquire", "keys": []string{"k"}, "owner": "other", "expire": 1})
+	sent := time.Now()
+	grant := c.ok(req{"id": 2, "op": "lease", "keys": []string{"k"}, "expire": 2, "timeout": 5})
+	received := time.Since(sent)
+	waited := time.Duration(grant["waited_ms"].(float64)) * time.Millisecond
+	require.Greater(t, waited, 500*time.Millisecond, "the lease waited for the other owner's lock to expire (1 s)")
+	require.LessOrEqual(t, waited, received)
+	require.Greater(t, grant["valid_ms"].(float64), 1000.0)
+}

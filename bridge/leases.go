@@ -110,7 +110,8 @@ func (c *conn) lease(ctx context.Context, req Request, renewals float64, t *turn
 	}
 	// The watcher starts once the grant is queued (see leaseResult.watch): a lease_lost must
 	// never reach the client before the grant of its lease.
-	return leaseResult{Lease: id, Owner: l.Owner(), ValidMS: validMS(l),
+	now := time.Now()
+	return leaseResult{Lease: id, Owner: l.Owner(), ValidMS: validMS(l, now), WaitedMS: now.Sub(start).Milliseconds(),
 		fencing: fencing{FencingToken: l.FencingToken(), FencingTokens: l.FencingTokens()},
 		watch: func() {
 			c.watchers.Add(1)
@@ -120,12 +121,12 @@ func (c *conn) lease(ctx context.Context, req Request, renewals float64, t *turn
 
 // validMS is how long the lease's keys are certainly its own from now, in milliseconds: 0 once
 // the lease has ended, whatever its deadline.
-func validMS(l *provider.Lease) int64 {
+func validMS(l *provider.Lease, now time.Time) int64 {
 	select {
 	case <-l.Done():
 		return 0
 	default:
-		return max(0, time.Until(l.Deadline()).Milliseconds())
+		return max(0, l.Deadline().Sub(now).Milliseconds())
 	}
 }
 
@@ -136,7 +137,7 @@ func (c *conn) pingResult() pingResult {
 	r := pingResult{Leases: make(map[string]int64, len(c.leases))}
 	for id, e := range c.leases {
 		if !e.lost {
-			r.Leases[id] = validMS(e.lease)
+			r.Leases[id] = validMS(e.lease, time.Now())
 		}
 	}
 	return r

@@ -153,6 +153,10 @@ type (
 		Lease   string `json:"lease"`
 		Owner   string `json:"owner"`
 		ValidMS int64  `json:"valid_ms"`
+		// WaitedMS is how long the bridge held the request before the grant (at most the time
+		// from its receipt to valid_ms's reference): the client's deadline for the lease counts
+		// from its send time plus this wait (docs/bridge-protocol.md).
+		WaitedMS int64 `json:"waited_ms"`
 		// LostMessage is the message of the lease's loss of every key (stock's "Lost the
 		// lock…", composed by the provider), for a client that finds the lease lost by itself.
 		LostMessage string `json:"lost_message,omitempty"`

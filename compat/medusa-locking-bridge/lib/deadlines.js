@@ -8,10 +8,21 @@
 //   The bridge received that request after it was sent and never frees the connection's leases
 //   before timeout_ms after the last frame it received;
 // * each lease: lost at (send time of a request) + valid_ms, the latest among its answered
-//   `lease` and `ping` requests, so the holder stops believing no later than the bridge does;
+//   `lease` and `ping` requests, so the holder stops believing no later than the bridge does
+//   (for the `lease` request, the send time plus the bridge's wait for the keys: grantedAt);
 // * a draining connection (going_away): every lease is lost at receipt + drain_ms − margin.
 
 const { Types, lockingError } = require("./errors")
+
+/**
+ * The moment a lease's valid_ms counts from: the send time of the request that got it, plus the
+ * part of the bridge's wait (waited_ms, measured on the bridge's clock after it received the
+ * request) that holds whatever the clocks' rates (within 10 % of each other, docs/safety.md).
+ * A bridge that sends no waited_ms gets the send time alone.
+ */
+function grantedAt(sentAt, waitedMs) {
+  return sentAt + (Number.isFinite(waitedMs) && waitedMs > 0 ? waitedMs * 0.9 : 0)
+}
 
 /** The margin below the bridge's client timeout: clock-rate differences and late timers. */
 function marginOf(timeoutMs) {
@@ -131,4 +142,4 @@ class Deadlines {
   }
 }
 
-module.exports = { Deadlines, heartbeatInterval, marginOf }
+module.exports = { Deadlines, heartbeatInterval, marginOf, grantedAt }

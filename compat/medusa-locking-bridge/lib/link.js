@@ -7,7 +7,7 @@
 
 const { Types, lockingError } = require("./errors")
 const { BridgeSocket } = require("./socket")
-const { Deadlines, heartbeatInterval } = require("./deadlines")
+const { Deadlines, heartbeatInterval, grantedAt } = require("./deadlines")
 
 /** A connection to the bridge, from the upgrade to its end. */
 class Link {
@@ -122,10 +122,10 @@ class Link {
     }
   }
 
-  /** Registers a lease granted by a reply to a request sent at sentAt. */
-  addLease(lease, sentAt, validMs) {
+  /** Registers a lease granted by a reply to a request sent at sentAt, valid validMs after the bridge's wait of waitedMs. */
+  addLease(lease, sentAt, validMs, waitedMs) {
     this.leases.set(lease.id, lease)
-    this.deadlines.valid(lease, sentAt, validMs)
+    this.deadlines.valid(lease, grantedAt(sentAt, waitedMs), validMs)
   }
 
   /**

@@ -57,7 +57,7 @@ class Requests {
       // A lease granted on a connection that has ended was released with it.
       if (!link) return this.again(entry, batch)
       const lease = new Lease(link, result.lease, result.owner, entry.keys, result.lost_message, result)
-      link.addLease(lease, entry.sentAt, result.valid_ms)
+      link.addLease(lease, entry.sentAt, result.valid_ms, result.waited_ms)
       if (link.takeLostFirst(lease.id)) return this.givenBack(entry, lease, "lost")
       if (performance.now() >= link.deadlines.deadlineOf(lease)) return this.givenBack(entry, lease, "late")
       return client.finish(entry, null, lease)
