@@ -2,10 +2,13 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/locktui/locktui/internal/sleep"
 )
 
 // queue is one acquisition that waits for held keys (Acquire with AwaitQueue, AcquireLease,
@@ -32,6 +35,15 @@ import (
 // on an earlier one). Its ticket is refreshed by every attempt, at least every
 // QueueTicketTTL/3, and is given up with the key (giveback.lua) when the call moves back to an
 // earlier key or ends without the keys.
+//
+// A round trip that cannot reach Redis (IsUnreachable: a failed dial, a connection reset in the
+// middle of the call, a server that is loading or failing over) does not end the call: it waits
+// with its backoff and tries again until ctx ends, so a wait rides out a failover or a restart.
+// An attempt whose outcome is unknown (it may have run) stays in the holdings and is tried
+// again under the same claim, which re-enters what the first run took (see acquireBatch); keys
+// after the one the call waits for are given back after the next round trip Redis answers.
+// When ctx ends while the last round trip could not reach Redis, the conflict also carries an
+// *UnreachableError (see ended).
 type queue struct {
 	p       *Provider
 	ctx     context.Context // ends the wait: the error then matches its cause
@@ -48,6 +60,7 @@ type queue struct {
 	overdue bool          // the last attempt found the key held by a stock holder past its turn
 	fastKey string        // the key this call polls fast (fastPollers), "" if none
 	queued  func()        // called once Redis answered the first attempt; then nil
+	down    error         // why the last round trip could not reach Redis; nil once Redis answered
 
 	held      int       // keys[:held] are the call's
 	refreshed time.Time // when keys[:held] were last set or extended (when that was sent), at the oldest
@@ -55,11 +68,13 @@ type queue struct {
 }
 
 // acquireQueued takes every key for the owner of h, waiting on each held key with backoff until
-// ctx is done. When ctx ends first, it puts back everything it took and the error is a
-// *ConflictError (ErrNotAcquired) that also matches ctx's cause. On success it returns when the
-// oldest of the keys' current lifetimes was requested: the send time of the attempt or
-// extension that set it, from which a lease's local deadline is counted. queued, when not nil,
-// is called once Redis answered the first attempt (see LeaseOptions.Queued).
+// ctx is done, and riding out a Redis that cannot be reached the same way. When ctx ends first,
+// it puts back everything it took and the error is a *ConflictError (ErrNotAcquired, or a copy
+// of ctx's cause when that is a wait's own timeout conflict, see ended) that also matches ctx's
+// cause. On success it returns when the oldest of the keys' current lifetimes was requested:
+// the send time of the attempt or extension that set it, from which a lease's local deadline
+// is counted. queued, when not nil, is called once Redis answered the first attempt (see
+// LeaseOptions.Queued).
 func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64, queued func()) (time.Time, error) {
 	q := &queue{p: p, ctx: ctx, keys: normalizeKeys(keys), ttl: ttl, h: h,
 		started: time.Now(), delay: p.opts.DefaultRetryInterval, queued: queued}
@@ -92,8 +107,9 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings
 	return q.refreshed, nil
 }
 
-// next tries every key not held yet in one round trip. When one is held by someone else, it
-// keeps the keys before it, puts back those after it (see holdings), and waits for it.
+// next tries every key not held yet in one round trip. When one is held by someone else, or
+// Redis could not be reached for it, it keeps the keys before it, puts back those after it (see
+// holdings and giveBackAfter), and waits for it.
 func (q *queue) next() error {
 	rest := q.keys[q.held:]
 	res, sent, err := q.attempt(rest)
@@ -101,51 +117,73 @@ func (q *queue) next() error {
 		return err
 	}
 	blocked := slices.IndexFunc(res, isHeld)
-	if blocked < 0 {
+	if blocked < 0 && len(res) == len(rest) {
 		q.took(len(rest), sent)
 		return nil
+	}
+	if blocked < 0 {
+		blocked = len(res) // Redis could not be reached for rest[blocked]
 	}
 	q.took(blocked, sent)
 	key := q.keys[q.held]
 	// Before the give-back below, which would otherwise wake this very wait.
 	q.wake.narrow(key)
-	if err := q.p.putBack(q.ctx, q.h.detach(q.keys[q.held+1:])); err != nil {
-		return q.fail(fmt.Errorf("acquire %s: %w", quoteKeys(q.keys[q.held+1:]), err))
+	if err := q.giveBackAfter(); err != nil {
+		return err
 	}
 	// Keys held during a wait may expire meanwhile and must be confirmed after it; a wait that
 	// holds nothing has nothing to confirm (the attempt that ends it sets the full TTL).
 	q.waited = q.waited || q.held > 0
+	return q.waitFor(key)
+}
+
+// giveBackAfter gives back what the call may hold on the keys after keys[held], the one it waits
+// for, so that it holds a sorted prefix while it waits. While Redis cannot be reached (the last
+// round trip, or this give-back, failed so) they stay in the holdings, to be given back after
+// the next round trip that Redis answers, or by the call's failure; a later attempt on them
+// re-enters what an earlier one took. Any other error ends the call.
+func (q *queue) giveBackAfter() error {
+	after := slices.DeleteFunc(slices.Clone(q.keys[q.held+1:]), func(k string) bool { return !q.h.touched[k] })
+	if len(after) == 0 || q.down != nil {
+		return nil
+	}
+	err := q.p.putBack(q.ctx, q.h.detach(after))
+	switch {
+	case err == nil:
+		return nil
+	case IsUnreachable(err) && q.ctx.Err() == nil:
+		q.h.touch(after...)
+		q.down = err
+		return nil
+	}
+	return q.fail(fmt.Errorf("acquire %s: %w", quoteKeys(after), err))
+}
+
+// waiting tells that the call now waits for key, which Redis said is held: it starts the use of
+// the Provider's wake-up listener and emits EventWaiting.
+func (q *queue) waiting(key string) {
 	if !q.listens {
 		q.listens = true
 		q.p.listen.use()
 	}
 	q.p.emit(EventWaiting, key, q.h.owner, 0, 0)
-	return q.waitFor(key)
 }
 
 // waitFor waits for key, keys[held], retrying it with backoff and keeping the held keys alive.
 // It returns once it took key, once it found a held key no longer the call's (held then points
-// at that key), or with the error that ends the call.
+// at that key), or with the error that ends the call. While Redis cannot be reached it sleeps
+// the backoff delay alone (nothing else is due before Redis answers again) and then PINGs
+// Redis before it sends an attempt.
 func (q *queue) waitFor(key string) error {
+	announced := false // EventWaiting was emitted for this wait
 	for {
 		sleep := jitter(q.delay)
-		if d := q.untilRefresh(); d < sleep {
-			sleep = max(d, 0)
-		}
-		if q.ticket != "" {
-			// Keep the ticket alive; and a key blocked behind the first one of a batch has no
-			// ticket yet (only the first joins): take one at once.
-			sleep = min(sleep, q.p.opts.QueueTicketTTL/3)
-			if q.joined != key {
-				sleep = 0
+		if q.down == nil {
+			if !announced {
+				announced = true
+				q.waiting(key)
 			}
-		}
-		if q.leftFor > 0 {
-			// The key is free at the end of the others' turn: be there.
-			sleep = min(sleep, q.leftFor+time.Millisecond)
-		}
-		if q.overdue && q.pollFast(key) {
-			sleep = min(sleep, sharePoll)
+			sleep = q.shorten(key, sleep)
 		}
 		if sleep > 0 {
 			q.p.opts.Waker.Wait(q.wake.waitContext(), q.p.RedisKey(key), sleep)
@@ -165,16 +203,57 @@ func (q *queue) waitFor(key string) error {
 			if lost, err := q.extend(q.held); err != nil || lost {
 				return err
 			}
+			if q.down != nil {
+				continue
+			}
+		}
+		if q.down != nil {
+			// Until Redis answers, a PING stands in for the attempt: the wait may end in the
+			// middle of either, and a PING cut short leaves no attempt of unknown outcome.
+			if err := q.p.client.Ping(q.ctx).Err(); q.ctx.Err() != nil {
+				return q.cutShort(key, err)
+			} else if IsUnreachable(err) {
+				q.down = err
+				continue
+			}
 		}
 		res, sent, err := q.attempt([]string{key})
 		if err != nil {
 			return err
 		}
-		if !isHeld(res[0]) {
+		if len(res) == 1 && !isHeld(res[0]) {
 			q.took(1, sent)
 			return nil
 		}
+		if err := q.giveBackAfter(); err != nil {
+			return err
+		}
 	}
+}
+
+// shorten is the sleep before the next attempt on key, at most sleep (the backoff's), once
+// Redis answered the last one: until the held keys must be extended, the ticket refreshed, the
+// others' turn ends or the next fast poll.
+func (q *queue) shorten(key string, sleep time.Duration) time.Duration {
+	if d := q.untilRefresh(); d < sleep {
+		sleep = max(d, 0)
+	}
+	if q.ticket != "" {
+		// Keep the ticket alive; and a key blocked behind the first one of a batch has no
+		// ticket yet (only the first joins): take one at once.
+		sleep = min(sleep, q.p.opts.QueueTicketTTL/3)
+		if q.joined != key {
+			sleep = 0
+		}
+	}
+	if q.leftFor > 0 {
+		// The key is free at the end of the others' turn: be there.
+		sleep = min(sleep, q.leftFor+time.Millisecond)
+	}
+	if q.overdue && q.pollFast(key) {
+		sleep = min(sleep, sharePoll)
+	}
+	return sleep
 }
 
 // pollFast makes the call the fast poller of key (see fastPollers) and reports whether it is;
@@ -195,42 +274,54 @@ func (q *queue) pollFast(key string) bool {
 }
 
 // attempt runs acquire.lua on batch, keys that follow the held prefix, after noting them in the
-// holdings. It also registers the wake-up for a wait that follows. A Redis error ends the call.
+// holdings. It also registers the wake-up for a wait that follows. It returns the statuses of
+// the keys Redis answered: all of batch, or those before the first that Redis could not be
+// reached for (IsUnreachable; q.down then says why), whose outcome may be unknown: they stay in
+// the holdings. Any other Redis error ends the call.
 func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.wake.stop()
 	q.wake = q.p.wakeups.register(q.ctx, batch, q.ticket, q.started)
+	// A key an earlier attempt of the call may have taken stays in the holdings, whatever
+	// becomes of this one.
+	fresh := slices.DeleteFunc(slices.Clone(batch), func(k string) bool { return q.h.touched[k] })
 	q.h.touch(batch...)
 	sent := time.Now()
 	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)
-	q.h.unsent(batch, err)
-	q.joined = ""
-	if q.ticket != "" && errs[0] == nil && isHeld(res[0]) {
-		q.joined = batch[0]
-	}
-	q.leftFor, q.overdue = 0, false
-	if i := slices.IndexFunc(res, isHeld); i >= 0 && errs[i] == nil {
-		q.leftFor = time.Duration(-min(res[i], 0)) * time.Millisecond
-		q.overdue = res[i] == acquireOverdue
-	}
-	if f := q.queued; f != nil && err == nil && (q.ticket == "" || q.joined != "" || !slices.ContainsFunc(res, isHeld)) {
-		// With a ticket, only once the call is in the queue of the key it waits for (a key
-		// blocked behind the first of a batch joins on the next attempt, at once) or holds its
-		// keys: a call sent after it then queues behind it.
-		q.queued = nil
-		f()
-	}
+	q.h.unsent(fresh, err)
+	var down error
 	for j, key := range batch {
 		if errs[j] == nil {
 			continue
 		}
 		if err != nil && q.ctx.Err() != nil {
-			return nil, sent, q.ended(key) // the attempt was cut short by the end of the wait
+			return nil, sent, q.cutShort(key, errs[j]) // the attempt was cut short by the end of the wait
+		}
+		if IsUnreachable(errs[j]) {
+			down, res = errs[j], res[:j]
+			break
 		}
 		if err == nil {
 			err = errs[j]
 		}
 		q.p.emit(EventGaveUp, key, q.h.owner, time.Since(q.started), 0)
 		return nil, sent, q.fail(fmt.Errorf("acquire %q: %w", key, err))
+	}
+	q.down = down
+	q.joined = ""
+	if q.ticket != "" && len(res) > 0 && isHeld(res[0]) {
+		q.joined = batch[0]
+	}
+	q.leftFor, q.overdue = 0, false
+	if i := slices.IndexFunc(res, isHeld); i >= 0 {
+		q.leftFor = time.Duration(-min(res[i], 0)) * time.Millisecond
+		q.overdue = res[i] == acquireOverdue
+	}
+	if f := q.queued; f != nil && q.down == nil && (q.ticket == "" || q.joined != "" || !slices.ContainsFunc(res, isHeld)) {
+		// With a ticket, only once the call is in the queue of the key it waits for (a key
+		// blocked behind the first of a batch joins on the next attempt, at once) or holds its
+		// keys: a call sent after it then queues behind it.
+		q.queued = nil
+		f()
 	}
 	return res, sent, nil
 }
@@ -254,17 +345,29 @@ func (q *queue) untilRefresh() time.Duration {
 
 // confirm makes sure, after a wait, that every key is still the call's, refreshing each to the
 // full TTL in one round trip. A key that is not (it expired while the call waited and someone
-// else took it) sends the call back to waiting for it (see extend).
+// else took it) sends the call back to waiting for it (see extend). When Redis cannot be
+// reached, it sleeps a backoff delay and leaves q.waited set, so that the call confirms again.
 func (q *queue) confirm() error {
-	q.waited = false
-	_, err := q.extend(len(q.keys))
-	return err
+	lost, err := q.extend(len(q.keys))
+	if err != nil || lost || q.down == nil {
+		q.waited = false
+		return err
+	}
+	sleep.For(q.ctx, jitter(q.delay))
+	q.delay = min(time.Duration(float64(q.delay)*q.p.opts.BackoffFactor), q.p.opts.MaximumRetryInterval)
+	if q.ctx.Err() != nil {
+		return q.ended(q.keys[0])
+	}
+	return nil
 }
 
 // extend checks that keys[:n] are still the call's and extends them to the full TTL, in one
 // round trip (extend.lua, owner-checked). It reports whether one was lost (gone, another owner
 // or another type): the call then holds only the keys before it and puts back those after it,
-// so it holds a sorted prefix again. A Redis error ends the call.
+// so it holds a sorted prefix again (see giveBackAfter). When Redis cannot be reached, nothing is
+// known of the keys: it reports none lost and sets q.down, and the caller extends them again
+// after a backoff delay (their TTL may pass meanwhile: the extension that Redis answers then
+// finds such a key lost). Any other Redis error ends the call.
 func (q *queue) extend(n int) (lost bool, err error) {
 	keys := q.keys[:n]
 	sent := time.Now()
@@ -274,7 +377,11 @@ func (q *queue) extend(n int) (lost bool, err error) {
 			continue
 		}
 		if err != nil && q.ctx.Err() != nil {
-			return false, q.ended(key)
+			return false, q.cutShort(key, errs[i])
+		}
+		if IsUnreachable(errs[i]) {
+			q.down = errs[i]
+			return false, nil
 		}
 		if err == nil {
 			err = errs[i]
@@ -282,16 +389,14 @@ func (q *queue) extend(n int) (lost bool, err error) {
 		q.p.emit(EventGaveUp, key, q.h.owner, time.Since(q.started), 0)
 		return false, q.fail(fmt.Errorf("acquire %q: %w", key, err))
 	}
+	q.down = nil
 	q.refreshed = sent
 	for i := range keys {
 		if errs[i] == nil && res[i] == 1 {
 			continue
 		}
 		q.held = i
-		if err := q.p.putBack(q.ctx, q.h.detach(q.keys[i+1:])); err != nil {
-			return false, q.fail(fmt.Errorf("acquire %s: %w", quoteKeys(q.keys[i+1:]), err))
-		}
-		return true, nil
+		return true, q.giveBackAfter()
 	}
 	return false, nil
 }
@@ -301,10 +406,52 @@ func (q *queue) fail(err error) error {
 	return q.h.failed(q.p.putBack(q.ctx, q.h), err)
 }
 
-// ended is the error for a wait cut short by ctx while trying key.
+// cutShort is the error for a wait whose round trip on key ended with err because ctx ended:
+// when err says that Redis could not be reached for a reason of its own (a connection that
+// ended, not one that ctx cut), that is the last word on Redis, else the round trip before.
+func (q *queue) cutShort(key string, err error) error {
+	if IsUnreachable(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		q.down = err
+	}
+	return q.ended(key)
+}
+
+// ended is the error for a wait cut short by ctx while trying key: stock's conflict for key,
+// matching ctx's cause. When the last round trip could not reach Redis, the conflict's cause
+// also holds an *UnreachableError, and when ctx's cause is a wait's own timeout conflict
+// (AcquireLease's) the error is a copy of that conflict carrying it: its message stays stock's
+// "Timed-out acquiring lock.", and AcquireLease returns it as it is (a bare copy is not its
+// own timeout, see endedBy).
 func (q *queue) ended(key string) error {
 	q.p.emit(EventGaveUp, key, q.h.owner, time.Since(q.started), 0)
+	cause := context.Cause(q.ctx)
+	if q.down == nil {
+		ce := notAcquired(key)
+		ce.cause = cause
+		return q.fail(ce)
+	}
+	down := &UnreachableError{Err: q.down}
+	if own, ok := cause.(*ConflictError); ok && own.Kind == ErrTimedOut {
+		ce := *own
+		ce.cause = errors.Join(own.cause, down)
+		return q.fail(&ce)
+	}
 	ce := notAcquired(key)
-	ce.cause = context.Cause(q.ctx)
+	ce.cause = errors.Join(cause, down)
 	return q.fail(ce)
 }
+
+// UnreachableError says that Redis could not be reached when a wait ended without its keys
+// (Acquire with AwaitQueue, AcquireLease, Execute): its last round trip failed with Err (see
+// IsUnreachable) before ctx or the call's timeout ended it. A wait rides out such failures
+// until then (docs/waiting.md). It is never returned alone: the wait's *ConflictError, whose
+// message stays stock's (a bridge forwards it verbatim), carries it as a cause, found with
+// errors.As. Err is not unwrapped, so the conflict matches nothing more than it did (a dial
+// timeout would match context.DeadlineExceeded).
+type UnreachableError struct {
+	// Err is the error of the last round trip.
+	Err error
+}
+
+// Error says that Redis could not be reached, and why.
+func (e *UnreachableError) Error() string { return "Redis could not be reached: " + e.Err.Error() }

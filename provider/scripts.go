@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -261,6 +263,36 @@ func isNetworkReply(err error) bool {
 	return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "READONLY") ||
 		strings.HasPrefix(msg, "MASTERDOWN") || strings.HasPrefix(msg, "CLUSTERDOWN") ||
 		strings.HasPrefix(msg, "TRYAGAIN")
+}
+
+// IsUnreachable reports an error that says Redis could not be reached, or could not take the
+// command for now: a failed dial (also go-redis's fast failure after repeated ones), a
+// connection that was reset, ended (EOF) or timed out in the middle of a call, no pooled
+// connection in time, no Sentinel that answered, and the replies of a server that cannot take
+// writes yet (LOADING, READONLY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN). A waiting call retries
+// after such an error until it ends (docs/waiting.md), and the CLI's commands retry their first
+// round trip; any other error, a reply error such as WRONGTYPE or an ACL refusal above all,
+// ends a call at once. A context error alone is not one; a dial cut short by a context is a
+// *net.OpError and is one, so a caller looks at its own context first.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return isNetworkReply(re)
+	}
+	var op *net.OpError
+	switch {
+	case errors.As(err, &op):
+		return true
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, redis.ErrPoolTimeout) ||
+		strings.Contains(err.Error(), "all sentinels specified in configuration are unreachable")
 }
 
 // maybeRan reports whether a transport error may have come after the command reached Redis,

@@ -181,7 +181,10 @@ none, else {"key", "owner", "claim", "expire_at_ms", "reentered", "current", "fi
 lock (and rewrites its TTL); "*" is the anonymous owner, which never re-enters. The locks stay
 held after locktui exits; give them back with locktui release. If any key cannot be taken,
 the keys this call took are given back and it exits 3 with
-Failed to acquire lock for key "KEY" (held by "OWNER").`,
+Failed to acquire lock for key "KEY" (held by "OWNER").
+
+A Redis that cannot be reached (a failover, a restart) is retried for 5s, or within --wait,
+after one line on stderr; if it still cannot be reached then, acquire says so and exits 1.`,
 		runAcquire, func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.owner, "owner", "", "owner id to hold the locks (required; \"*\" for the anonymous owner)")
 			fs.Var(durationFlag{&o.expire}, "expire", "time to live `D`, whole seconds rounded up. Without it the lock never expires, as in stock Medusa, and locktui warns; --expire 0 asks for that without the warning")
@@ -257,6 +260,10 @@ it when the command exits. SIGINT, SIGTERM and SIGHUP are forwarded to the comma
 If the keys are not all taken within --timeout, locktui exits 75 (or --conflict-exit-code)
 with "Timed-out acquiring lock." and the key it waited for and who holds it; the command
 does not run. --timeout 0 makes one attempt and fails at once if a key is held.
+
+A Redis that cannot be reached (a failover, a restart) is retried within --timeout (for 5s
+with --timeout 0), after one line on stderr; if it still cannot be reached then, locktui says
+so and exits 1.
 
 The command never runs on when Redis could expire the keys. The lease's deadline is 0.9 of the
 TTL after the send time of its last confirmed renewal; when it is --grace away and no renewal

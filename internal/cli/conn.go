@@ -17,11 +17,15 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/sleep"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
 
-// connectTimeout bounds the first round trip to Redis, so an unreachable server fails fast.
+// connectTimeout is how long a command that does not wait (list, get, acquire without --wait,
+// release, release-all, run --timeout 0) tries to reach Redis before it gives up: long enough
+// to ride out a failover or a restart, short enough to fail a script quickly. A command that
+// waits (run, acquire --wait) rides such an outage out within its own timeout instead.
 const connectTimeout = 5 * time.Second
 
 // conn is an open connection to Redis with a provider on it.
@@ -68,28 +72,41 @@ func (c *conn) isReportedLoss(msg string) bool {
 	return err != nil && err.Error() == msg
 }
 
-// connect opens the client, checks that Redis answers within connectTimeout, and returns a
-// provider that logs its warnings on stderr and reports events to App.NewObserver and to
-// observers. Once Redis has answered, go-redis's own log lines (a failed dial while run holds
-// its lease, …) are warnings on stderr too, until the conn is closed; before, they stay
-// wherever they went (the locktui command drops them), so a Redis that does not answer is
-// reported once, by connect's error.
+// connect opens the client for a command that does not wait, checks that Redis answers (see
+// reach: it retries for up to connectTimeout), and returns a provider that logs its warnings on
+// stderr and reports events to App.NewObserver and to observers. Once Redis has answered,
+// go-redis's own log lines (a failed dial while run holds its lease, …) are warnings on stderr
+// too, until the conn is closed; before, they stay wherever they went (the locktui command
+// drops them), so a Redis that does not answer is reported by connect alone.
 func (s *session) connect(ctx context.Context, o *options, observers ...provider.Observer) (*conn, error) {
+	c, _, err := s.open(ctx, o, connectTimeout, "for up to "+connectTimeout.String(), observers)
+	return c, err
+}
+
+// connectWaiting is connect for a command that then waits up to timeout for its keys (flag
+// names it: --timeout, --wait): it retries a Redis that cannot be reached within that timeout,
+// counted from its first ping, and the provider's wait rides out what comes after. It returns
+// the time left for the wait: all of timeout when Redis answered the first ping.
+func (s *session) connectWaiting(ctx context.Context, o *options, flag string, timeout time.Duration, observers ...provider.Observer) (*conn, time.Duration, error) {
+	start := time.Now()
+	c, retried, err := s.open(ctx, o, timeout, fmt.Sprintf("within %s %s", flag, timeout), observers)
+	if err != nil || !retried {
+		return c, timeout, err
+	}
+	return c, max(time.Until(start.Add(timeout)), time.Millisecond), nil
+}
+
+// open opens the client, reaches Redis (see reach) and builds the conn. It reports whether
+// reaching Redis took retries.
+func (s *session) open(ctx context.Context, o *options, window time.Duration, retrying string, observers []provider.Observer) (*conn, bool, error) {
 	client, err := redisconn.Open(o.url, o.tls)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	defer cancel()
-	if err := client.Ping(pingCtx).Err(); err != nil {
+	retried, err := s.reach(ctx, client, o, window, retrying)
+	if err != nil {
 		_ = client.Close()
-		if ctx.Err() != nil {
-			return nil, context.Cause(ctx)
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("no answer within %s", connectTimeout)
-		}
-		return nil, fmt.Errorf("cannot reach Redis at %s: %w", redisconn.Describe(o.url), err)
+		return nil, false, err
 	}
 	c := &conn{client: client, warnings: &warnGate{}}
 	warnings := slog.New(&warnHandler{w: s.stderr, skip: c.isReportedLoss, gate: c.warnings})
@@ -103,7 +120,55 @@ func (s *session) connect(ctx context.Context, o *options, observers ...provider
 	}
 	opts.Observer = provider.MultiObserver(observers...)
 	c.p = provider.New(client, opts)
-	return c, nil
+	return c, retried, nil
+}
+
+// reach pings Redis until it answers, for up to window from its first ping, with the
+// provider's backoff (provider.DefaultRetryInterval, ×DefaultBackoffFactor, at most
+// DefaultMaximumRetryInterval): a command rides out a failover or a restart this long. The
+// first ping may take connectTimeout whatever the window. When a ping fails because Redis
+// cannot be reached (provider.IsUnreachable), it writes one line on stderr ("…; retrying " +
+// retrying) and tries again; when window passes, the error says how long it tried. Any other
+// error (a refused password) ends it at once. It reports whether it retried.
+func (s *session) reach(ctx context.Context, client redis.UniversalClient, o *options, window time.Duration, retrying string) (bool, error) {
+	where := redisconn.Describe(o.url)
+	start := time.Now()
+	deadline := start.Add(window)
+	pingBy := start.Add(max(window, connectTimeout)) // the first ping's bound
+	delay := provider.DefaultRetryInterval
+	var last error // the last failure that said why
+	for {
+		pingCtx, cancel := context.WithDeadline(ctx, pingBy)
+		err := client.Ping(pingCtx).Err()
+		cancel()
+		pingBy = deadline
+		switch {
+		case err == nil:
+			return last != nil, nil
+		case ctx.Err() != nil:
+			return false, context.Cause(ctx)
+		case !time.Now().Before(deadline):
+			if last == nil {
+				if errors.Is(err, context.DeadlineExceeded) {
+					err = fmt.Errorf("no answer within %s", time.Since(start).Round(time.Second))
+				}
+				return false, fmt.Errorf("cannot reach Redis at %s: %w", where, err)
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				last = err
+			}
+			return false, fmt.Errorf("cannot reach Redis at %s: %w (tried for %s)", where, last, window)
+		case !provider.IsUnreachable(err):
+			return false, fmt.Errorf("cannot reach Redis at %s: %w", where, err)
+		case last == nil:
+			s.errorf("cannot reach Redis at %s: %s; retrying %s", where, oneLine(err.Error()), retrying)
+		}
+		last = err
+		if !sleep.For(ctx, min(delay, time.Until(deadline))) {
+			return false, context.Cause(ctx)
+		}
+		delay = min(time.Duration(float64(delay)*provider.DefaultBackoffFactor), provider.DefaultMaximumRetryInterval)
+	}
 }
 
 // warnHandler prints the provider's and go-redis's warnings as

@@ -70,6 +70,11 @@
 //     failed, or the server restarted); the provider's own warning of that loss is not printed
 //     as well. The explanation reads Redis beside the supervision loop, so it never delays a
 //     SIGKILL.
+//   - A Redis that cannot be reached is retried (connect): for 5 s by the commands that do not
+//     wait, within --timeout or --wait by run and acquire --wait, whose provider wait rides out
+//     what comes later. A wait that ends while Redis still cannot be reached exits 1, not with
+//     the conflict's code (3, 75 or --conflict-exit-code): nobody may hold the keys, and a cron
+//     job that skips a busy lock quietly must not skip an outage quietly.
 //   - get KEY exits 3 when the key does not exist (after printing what it found, also with
 //     --json: exists false, type "none").
 //   - list --owner matches the owner exactly ("*" is the anonymous owner, not a pattern);

@@ -42,7 +42,14 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	if err := checkOwner("acquire", o); err != nil {
 		return s.fail(err)
 	}
-	c, err := s.connect(ctx, o)
+	var c *conn
+	var err error
+	left := o.wait // what is left of --wait once Redis answered
+	if o.wait > 0 {
+		c, left, err = s.connectWaiting(ctx, o, "--wait", o.wait)
+	} else {
+		c, err = s.connect(ctx, o)
+	}
 	if err != nil {
 		return s.fail(err)
 	}
@@ -58,7 +65,7 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		var stopWatch, cancel func()
 		actx, stopWatch = cancelOnSignal(ctx, sigs)
 		defer stopWatch()
-		actx, cancel = context.WithTimeout(actx, o.wait)
+		actx, cancel = context.WithTimeout(actx, left)
 		defer cancel()
 	}
 	err = c.p.Acquire(actx, keys, opts)
@@ -70,8 +77,13 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(context.Cause(ctx))
 	}
 	var ce *provider.ConflictError
-	if errors.As(err, &ce) && errors.Is(err, provider.ErrNotAcquired) {
+	if errors.As(err, &ce) && errors.Is(err, provider.ErrNotAcquired) && !errors.Is(err, provider.ErrOutcomeUnknown) {
 		msg := ce.Error()
+		if down := (*provider.UnreachableError)(nil); errors.As(err, &down) {
+			// Nobody may hold the keys: an error, not a conflict.
+			s.errorf("%s after waiting %s; %s", msg, o.wait, down)
+			return ExitError
+		}
 		if len(ce.Keys) == 1 {
 			if h := holderOf(ctx, c.p, ce.Keys[0]); h != "" {
 				msg += " (held by " + h + ")"

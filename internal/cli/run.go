@@ -59,7 +59,14 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	cmd.WaitDelay = pipeDrain
 
 	waits := &waitWatch{}
-	c, err := s.connect(ctx, o, waits)
+	var c *conn
+	var err error
+	left := o.timeout // what is left of --timeout once Redis answered
+	if o.timeout > 0 {
+		c, left, err = s.connectWaiting(ctx, o, "--timeout", o.timeout, waits)
+	} else {
+		c, err = s.connect(ctx, o, waits)
+	}
 	if err != nil {
 		return s.fail(err)
 	}
@@ -67,7 +74,7 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	sigs, unsubscribe := s.subscribe()
 	defer unsubscribe()
 
-	lease, code := s.takeLease(ctx, c, keys, o, sigs, waits)
+	lease, code := s.takeLease(ctx, c, keys, o, left, sigs, waits)
 	if lease == nil {
 		return code
 	}
@@ -126,11 +133,13 @@ func (w *waitWatch) waitedFor() string {
 	return w.key
 }
 
-// takeLease waits for the keys. On failure it returns a nil lease and the exit code.
-func (s *session) takeLease(ctx context.Context, c *conn, keys []string, o *options, sigs <-chan os.Signal, waits *waitWatch) (*provider.Lease, int) {
+// takeLease waits up to timeout (what is left of --timeout) for the keys. On failure it returns
+// a nil lease and the exit code: a wait that ended while Redis could not be reached is an error
+// (exit 1), not a conflict, since nobody may hold the keys.
+func (s *session) takeLease(ctx context.Context, c *conn, keys []string, o *options, timeout time.Duration, sigs <-chan os.Signal, waits *waitWatch) (*provider.Lease, int) {
 	actx, stopWatch := cancelOnSignal(ctx, sigs)
-	timeout, stopOnce := o.timeout, func() {}
-	if timeout == 0 {
+	stopOnce := func() {}
+	if o.timeout == 0 {
 		actx, stopOnce = waits.once(actx)
 		timeout = onceTimeout
 	}
@@ -157,6 +166,10 @@ func (s *session) takeLease(ctx context.Context, c *conn, keys []string, o *opti
 		return nil, o.conflictExit
 	case errors.Is(err, provider.ErrTimedOut):
 		detail := fmt.Sprintf("waited %s for %s", o.timeout, quoteKeys(keys))
+		if down := (*provider.UnreachableError)(nil); errors.As(err, &down) {
+			s.errorf("%s (%s; %s)", err, detail, down)
+			return nil, ExitError
+		}
 		if key := waits.waitedFor(); key != "" {
 			if h := holderOf(ctx, c.p, key); h != "" {
 				detail += fmt.Sprintf("; %q is held by %s", key, h)
