@@ -12,16 +12,18 @@ import (
 	"github.com/locktui/locktui/bridge"
 )
 
-// A dial timeout matches context.DeadlineExceeded; it is still Redis's error, not the lease's
-// timeout.
-func TestLeaseWhileRedisIsUnreachableIsARedisError(t *testing.T) {
+// A wait rides out a Redis that cannot be reached (a failover, a restart) within its timeout
+// (docs/waiting.md); when Redis never answers, it ends as any wait does: stock's conflict. A
+// call that does not wait gets Redis's error at once.
+func TestWaitWhileRedisIsUnreachableEndsAtItsTimeout(t *testing.T) {
 	h := start(t, withRedisOptions(t, func(o *redis.Options) { o.DialTimeout = time.Nanosecond }))
 	c := h.dial(testToken)
-	f := c.fail(req{"id": 1, "op": "lease", "keys": []string{"k"}, "timeout": 60}, "redis_error", "")
+	c.fail(req{"id": 1, "op": "lease", "keys": []string{"k"}, "timeout": 1}, "timed_out", "Timed-out acquiring lock.")
+	c.fail(req{"id": 2, "op": "acquire", "keys": []string{"k"}, "owner": "o", "await_queue": true, "timeout": 1},
+		"not_acquired", `Failed to acquire lock for key "k"`)
+	f := c.fail(req{"id": 3, "op": "acquire", "keys": []string{"k"}, "owner": "o"}, "redis_error", "")
 	require.Equal(t, "unexpected_state", f.Error.Type)
 	require.Contains(t, f.Error.Message, "timeout", "the message says what failed")
-	c.fail(req{"id": 2, "op": "acquire", "keys": []string{"k"}, "owner": "o", "await_queue": true, "timeout": 60},
-		"redis_error", "")
 }
 
 // A queued acquire whose wait ends (here: cancelled) just as Redis answers with a reply error

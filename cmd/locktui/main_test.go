@@ -97,13 +97,20 @@ func TestBinaryBadURLNeverShowsThePassword(t *testing.T) {
 	require.NotContains(t, stderr, "hunter2")
 }
 
+// An unreachable Redis is retried briefly (a failover, a restart), said in one line, and the
+// give-up is one more line.
 func TestBinaryUnreachableRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Stop()
 	code, stdout, stderr := exitCode(t, "--redis", srv.URL, "list")
 	require.Equal(t, cli.ExitError, code)
 	require.Empty(t, stdout)
-	requireOneLine(t, stderr, "cannot reach Redis at "+srv.URL)
+	lines := strings.SplitAfter(stderr, "\n")
+	require.Len(t, lines, 3, "two lines and nothing after the last newline: %q", stderr)
+	requireOneLine(t, lines[0], "cannot reach Redis at "+srv.URL)
+	require.Contains(t, lines[0], "retrying for up to")
+	requireOneLine(t, lines[1], "cannot reach Redis at "+srv.URL)
+	require.Contains(t, lines[1], "(tried for ")
 }
 
 func TestBinaryUsageError(t *testing.T) {
