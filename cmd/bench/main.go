@@ -1,13 +1,15 @@
 // Command bench runs the Go lock provider, stock Medusa's @medusajs/locking-redis and the bridge
 // client (compat/medusa-locking-bridge, through a Go bridge built and started for the run) side
 // by side against a private redis-server and prints one JSON report on stdout (progress and a
-// Markdown table of the results on stderr): single-process scenarios, multi-process ones (4
+// Markdown table of the results on stderr): single-process scenarios, with three peers beside
+// them (bsm/redislock, go-redsync and a bare SET NX loop, in-process), multi-process ones (4
 // processes × 4 workers on one key, mixing implementations) and a run on a local 3-master Redis
 // Cluster.
 //
 //	go run ./cmd/bench                 # 3 s per scenario and implementation
 //	go run ./cmd/bench --quick         # smoke test: a fraction of a second each
 //	go run ./cmd/bench --duration 2s --scenario contended_8x1ms --impl go,bridge,stock
+//	go run ./cmd/bench --impl go,stock,bare --scenario uncontended_1,contended_8x1ms
 //
 // It needs redis-server, node and go (which builds the bridge; --impl go,stock does without it)
 // on PATH and compat/node_modules (`make node-deps`). The exit status is 0 on a correct run, 1
@@ -71,13 +73,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, fmt.Sprintf("smoke test: %s windows and %d warm-up calls (an explicit --duration/--multi-duration/--warmup wins)", bench.QuickDuration, bench.QuickWarmup))
 	fs.IntVar(&o.warmup, "warmup", bench.DefaultWarmup, "sequential execute calls before each window")
 	fs.DurationVar(&o.timeout, "timeout", bench.DefaultExecTimeout, "execute's acquisition timeout, at least 1s (stock's default waitLockingTimeout is 5s)")
-	fs.StringVar(&o.impls, "impl", "all", "comma-separated implementations to run (go, stock, bridge)")
+	fs.StringVar(&o.impls, "impl", "all", "comma-separated implementations to run ("+strings.Join(implNames(), ", ")+"); the peers ("+strings.Join([]string{bench.RedislockName, bench.RedsyncName, bench.BareName}, ", ")+") run in the single-process scenarios only")
 	fs.StringVar(&o.scenarios, "scenario", "all", "comma-separated scenarios to run ("+strings.Join(bench.Plan{Scenarios: bench.DefaultScenarios(), Multi: bench.DefaultMultiScenarios(), Cluster: bench.DefaultClusterScenarios()}.Names(), ", ")+"); a multi-process scenario runs only when --impl has all its implementations, the cluster ones only with go")
 	fs.StringVar(&o.compat, "compat", "", "the compat/ directory with node_modules (default: found from the working directory)")
 	fs.BoolVar(&o.fairQueue, "fair-queue", false, "run the Go provider, Go worker processes and the bridge with the fair queue on (docs/waiting.md); stock is unchanged")
 	fs.StringVar(&o.redisURL, "redis-url", "", "use this Redis instead of starting a private redis-server (it must be a scratch server: the run writes keys)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: bench [flags]\n\nRuns the Go provider, stock Medusa and the bridge client side by side and prints a JSON report.")
+		fmt.Fprintln(stderr, "usage: bench [flags]\n\nRuns the Go provider, stock Medusa, the bridge client and three peer Redis locks side by side and prints a JSON report.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -196,6 +198,15 @@ func runBench(ctx context.Context, o options, plan bench.Plan, impls []bench.Imp
 		return 1
 	}
 	return 0
+}
+
+// implNames lists every implementation's name, in report order.
+func implNames() []string {
+	var out []string
+	for _, im := range bench.Implementations() {
+		out = append(out, im.Name())
+	}
+	return out
 }
 
 // warmupArg maps the --warmup count to Config.Warmup, where 0 means the default and a negative

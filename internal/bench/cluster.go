@@ -132,7 +132,12 @@ func runCluster(ctx context.Context, cfg Config) ([]Result, []string, error) {
 	defer cl.Stop()
 	ccfg := cfg
 	ccfg.RedisURL = cl.URL
-	env := Env{RedisURL: cl.URL, CompatDir: cfg.CompatDir, Log: cfg.Log, FairQueue: cfg.FairQueue, bridge: &sharedBridge{}}
+	probe, err := openProbe(cl.URL)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer probe.close()
+	env := Env{RedisURL: cl.URL, CompatDir: cfg.CompatDir, Log: cfg.Log, FairQueue: cfg.FairQueue, bridge: &sharedBridge{}, probe: probe}
 	defer func() {
 		if err := env.bridge.stop(); err != nil {
 			fmt.Fprintf(cfg.Log, "bench: warning: cluster: %v\n", err)

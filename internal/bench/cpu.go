@@ -100,34 +100,32 @@ func parseMachineCPU(stat string) (machineTimes, error) {
 	}, nil
 }
 
-// isRedisServer reports whether pid is a redis-server process on this machine (the server a run
-// measures may be elsewhere: then its CPU is not read).
-func isRedisServer(pid int) bool {
-	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	return err == nil && strings.HasPrefix(strings.TrimSpace(string(comm)), "redis-server")
-}
+// windowCost is what a span of a run cost beside the runners' own CPU (which they measure
+// themselves): the bridge server's CPU, the Redis server's counters (its CPU and the commands
+// it ran) and the machine's busy time out of its total over all cores; and what the run left in
+// Redis. Each part comes with whether it was read (a part that was not measured, or could not be
+// read, is not reported; a real 0 is).
+type windowCost struct {
+	bridge  time.Duration
+	redis   redisStats
+	machine machineTimes
+	keys    keysLeft
 
-// cpuUse is what a span of a run cost in CPU time beside the runners' own (which they measure
-// themselves): the bridge server's and the Redis server's, and the machine's, busy out of total
-// over all cores. Each counter comes with whether it was read (a process that was not measured,
-// or whose /proc entry could not be read, is not reported; a real 0 is).
-type cpuUse struct {
-	bridge, redis     time.Duration
-	machine           machineTimes
 	bridgeOK, redisOK bool
-	machineOK         bool
+	machineOK, keysOK bool
 }
 
-// cpuSample reads the counters behind cpuUse once; pids of 0 are not read.
-func cpuSample(bridgePid, redisPid int) cpuUse {
-	var s cpuUse
+// costSample reads the counters behind windowCost once; a bridgePid of 0 or a nil probe is not
+// read.
+func costSample(ctx context.Context, bridgePid int, probe *redisProbe) windowCost {
+	var s windowCost
 	var err error
 	if bridgePid > 0 {
 		s.bridge, err = pidCPU(bridgePid)
 		s.bridgeOK = err == nil
 	}
-	if redisPid > 0 {
-		s.redis, err = pidCPU(redisPid)
+	if probe != nil {
+		s.redis, err = probe.stats(ctx)
 		s.redisOK = err == nil
 	}
 	s.machine, err = machineCPU()
@@ -135,10 +133,11 @@ func cpuSample(bridgePid, redisPid int) cpuUse {
 	return s
 }
 
-// since is the CPU used from sample s0 to s; a counter is read only when it was read both times.
-func (s cpuUse) since(s0 cpuUse) cpuUse {
-	return cpuUse{
-		bridge: s.bridge - s0.bridge, redis: s.redis - s0.redis,
+// since is the cost from sample s0 to s; a counter is read only when it was read both times.
+func (s windowCost) since(s0 windowCost) windowCost {
+	return windowCost{
+		bridge: s.bridge - s0.bridge,
+		redis:  s.redis.since(s0.redis),
 		machine: machineTimes{
 			busy:  s.machine.busy - s0.machine.busy,
 			steal: s.machine.steal - s0.machine.steal,
@@ -149,24 +148,26 @@ func (s cpuUse) since(s0 cpuUse) cpuUse {
 	}
 }
 
-// measureCPU samples the CPU counters at the window's opening (at) and returns a function that
-// samples them again and returns the use over the span. bridgePid or redisPid 0: not measured.
-func measureCPU(ctx context.Context, bridgePid, redisPid int, at time.Time) func() cpuUse {
-	first := make(chan cpuUse, 1)
+// measureWindow samples the counters at the window's opening (at) and returns a function that
+// samples them again and returns the cost of the span. bridgePid 0 or a nil probe: not
+// measured.
+func measureWindow(ctx context.Context, bridgePid int, probe *redisProbe, at time.Time) func() windowCost {
+	first := make(chan windowCost, 1)
 	go func() {
 		waitUntil(ctx, unixMs(at))
-		first <- cpuSample(bridgePid, redisPid)
+		first <- costSample(ctx, bridgePid, probe)
 	}()
-	return func() cpuUse {
+	return func() windowCost {
 		s0 := <-first
-		return cpuSample(bridgePid, redisPid).since(s0)
+		return costSample(ctx, bridgePid, probe).since(s0)
 	}
 }
 
-// setCPU fills r's CPU columns from use over a span in which executes calls were made:
-// bridge is whether the bridge server's CPU belongs to r, redis whether the Redis server's does
-// (it serves every implementation of a mixed scenario at once).
-func (r *Result) setCPU(use cpuUse, executes int, bridge, redis bool) {
+// setCost fills r's cost columns from the cost of a span in which executes calls were made, jobs
+// of them running the counter's INCR and DECR (0 without a counter): bridge is whether the
+// bridge server's CPU belongs to r, redis whether the Redis server's counters and the keys left
+// do (the server serves every implementation of a mixed scenario at once).
+func (r *Result) setCost(use windowCost, executes, jobs int, bridge, redis bool) {
 	per1k := func(d time.Duration) *float64 {
 		if executes == 0 {
 			return nil
@@ -177,7 +178,21 @@ func (r *Result) setCPU(use cpuUse, executes int, bridge, redis bool) {
 		r.BridgeCPUMsPer1k = per1k(use.bridge)
 	}
 	if redis && use.redisOK {
-		r.RedisCPUMsPer1k = per1k(use.redis)
+		r.RedisCPUMsPer1k = per1k(use.redis.cpu)
+		if executes > 0 {
+			r.RedisCmdsPerExec = ptr(round(float64(lockCommands(use.redis.calls, jobs))/float64(executes), 2))
+			r.RedisCmds = map[string]float64{}
+			for name, n := range use.redis.calls {
+				if name != infoCommand {
+					r.RedisCmds[name] = round(float64(n)/float64(executes), 3)
+				}
+			}
+		}
+	}
+	if redis && use.keysOK {
+		r.KeysLeft = ptr(use.keys.Count)
+		r.KeysLeftNoTTL = ptr(use.keys.NoTTL)
+		r.KeysLeftSample = use.keys.Sample
 	}
 	if m := use.machine; use.machineOK && m.total > m.steal {
 		r.MachineBusy = ptr(round(float64(m.busy)/float64(m.total-m.steal), 3))

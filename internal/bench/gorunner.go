@@ -28,7 +28,9 @@ type GoImpl struct {
 	Wrap func(*provider.Provider) Executor
 }
 
-// Executor is what the Go runner measures: the provider's Execute.
+// Executor is what the Go runner measures: the provider's Execute, or a peer's obtain, job and
+// release (see PeerImpl). An execute that gives up waiting for the key fails with
+// provider.ErrTimedOut (or, from a peer, errNotObtained), counted as a timeout.
 type Executor interface {
 	Execute(ctx context.Context, keys []string, job func(ctx context.Context) error, opts provider.ExecuteOptions) error
 }
@@ -43,11 +45,33 @@ func (g GoImpl) Name() string {
 
 // Open connects the lock client and the counter client and checks that Redis answers.
 func (g GoImpl) Open(ctx context.Context, env Env) (Runner, error) {
-	locks, err := redisconn.Open(env.RedisURL, redisconn.TLSFiles{})
+	var opts provider.Options
+	if g.Options != nil {
+		opts = *g.Options
+	}
+	opts.FairQueue = opts.FairQueue || env.FairQueue
+	return openGoRunner(ctx, g.Name(), env.RedisURL, func(locks redis.UniversalClient) func(string) Executor {
+		return func(namespace string) Executor {
+			o := opts
+			o.Namespace = namespace
+			p := provider.New(locks, &o)
+			if g.Wrap != nil {
+				return g.Wrap(p)
+			}
+			return p
+		}
+	})
+}
+
+// openGoRunner opens the in-process runner of GoImpl and PeerImpl: a lock client and a counter
+// client from redisconn.Open, and the executors that newExec makes on the lock client, one per
+// scenario (given its namespace).
+func openGoRunner(ctx context.Context, name, url string, newExec func(locks redis.UniversalClient) func(namespace string) Executor) (Runner, error) {
+	locks, err := redisconn.Open(url, redisconn.TLSFiles{})
 	if err != nil {
 		return nil, err
 	}
-	counter, err := redisconn.Open(env.RedisURL, redisconn.TLSFiles{})
+	counter, err := redisconn.Open(url, redisconn.TLSFiles{})
 	if err != nil {
 		_ = locks.Close()
 		return nil, err
@@ -55,20 +79,14 @@ func (g GoImpl) Open(ctx context.Context, env Env) (Runner, error) {
 	if err := locks.Ping(ctx).Err(); err != nil {
 		_ = locks.Close()
 		_ = counter.Close()
-		return nil, fmt.Errorf("%s: redis %s does not answer: %w", g.Name(), redisconn.Describe(env.RedisURL), err)
+		return nil, fmt.Errorf("%s: redis %s does not answer: %w", name, redisconn.Describe(url), err)
 	}
-	var opts provider.Options
-	if g.Options != nil {
-		opts = *g.Options
-	}
-	opts.FairQueue = opts.FairQueue || env.FairQueue
-	return &goRunner{name: g.Name(), opts: &opts, wrap: g.Wrap, locks: locks, counter: counter}, nil
+	return &goRunner{name: name, newExec: newExec(locks), locks: locks, counter: counter}, nil
 }
 
 type goRunner struct {
 	name    string
-	opts    *provider.Options
-	wrap    func(*provider.Provider) Executor
+	newExec func(namespace string) Executor
 	locks   redis.UniversalClient
 	counter redis.UniversalClient
 }
@@ -107,15 +125,7 @@ func (s *shared) observeRedis(v int64) {
 
 // Run runs spec's workers for its duration and returns what they observed.
 func (r *goRunner) Run(ctx context.Context, spec Spec) (*Raw, error) {
-	var opts provider.Options
-	if r.opts != nil {
-		opts = *r.opts
-	}
-	opts.Namespace = spec.Namespace
-	var p Executor = provider.New(r.locks, &opts)
-	if r.wrap != nil {
-		p = r.wrap(p.(*provider.Provider))
-	}
+	p := r.newExec(spec.Namespace)
 	execOpts := provider.ExecuteOptions{Timeout: seconds(spec.TimeoutS), Expire: seconds(spec.ExpireS)}
 	empty := func(context.Context) error { return nil }
 	for i := 0; i < spec.Warmup; i++ {
@@ -225,7 +235,7 @@ func (r *goRunner) work(ctx context.Context, p Executor, spec Spec, execOpts pro
 			if spec.CounterKey != "" {
 				w.starts = append(w.starts, unixMs(jobStart))
 			}
-		case errors.Is(err, provider.ErrTimedOut):
+		case errors.Is(err, provider.ErrTimedOut), errors.Is(err, errNotObtained):
 			w.timeouts++
 		default:
 			w.errors++

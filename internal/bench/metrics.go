@@ -23,16 +23,20 @@ var MetricsDoc = map[string]string{
 	"timeouts":                      "executes that failed with the timed-out conflict (\"Timed-out acquiring lock.\") after timeout_s; the worker goes on",
 	"errors":                        "executes that failed otherwise (first_error shows one); the worker stops",
 	"ratios":                        "single-process scenarios: per scenario, <impl>_over_stock is the implementation's throughput (ops_per_s or cs_per_s) divided by stock's: above 1 is faster; wait_p50/p99_<impl>_over_stock divide wait percentiles: below 1 is shorter waits; null when stock's value is 0",
-	"implementations":               "go: the Go provider in-process, stock defaults, on a go-redis client from redisconn.Open (pool of 10 connections per GOMAXPROCS); stock: @medusajs/locking-redis built by its own loader in one Node child process (one ioredis connection); bridge: the @locktui/medusa-locking-bridge client (createBridgeLockingProvider, one WebSocket connection) in one Node child process, talking to a Go bridge (cmd/bridge, built and started for the run on loopback, its own go-redis pool) that runs the Go provider; the bridge runs with --events=false, so publishing lock events for the console is not measured; all run the same worker loop (compat/bench/harness.js mirrors internal/bench/gorunner.go), one implementation at a time, alternating per scenario",
+	"implementations":               "go: the Go provider in-process, stock defaults, on a go-redis client from redisconn.Open (pool of 10 connections per GOMAXPROCS); stock: @medusajs/locking-redis built by its own loader in one Node child process (one ioredis connection); bridge: the @locktui/medusa-locking-bridge client (createBridgeLockingProvider, one WebSocket connection) in one Node child process, talking to a Go bridge (cmd/bridge, built and started for the run on loopback, its own go-redis pool) that runs the Go provider; the bridge runs with --events=false, so publishing lock events for the console is not measured; redislock, redsync, bare: the peers (see peers), in-process on the Go runner's clients; all run the same worker loop (compat/bench/harness.js mirrors internal/bench/gorunner.go), one implementation at a time, alternating per scenario",
+	"peers":                         "single-process scenarios only, in the default run (--impl without them leaves them out): redislock is github.com/bsm/redislock (Obtain: a script running SET NX PX, retried with its ExponentialBackoff from 16 ms to 1 s, stock's maximum retry interval, until the execute timeout; Release: a script running GET and DEL); redsync is github.com/go-redsync/redsync/v4 with one pool (a mutex per execute; LockContext: SET NX PX, a failed try also running its delete script, with its default random 50–250 ms delay between tries and enough tries to last the timeout; UnlockContext: the delete script, GET and DEL); bare is the leanest lock (SET key token NX PX, retried every 1–5 ms at random until the timeout; release: a compare-and-delete script, GET and DEL). All use a go-redis client from redisconn.Open, as the Go provider does, take the lock for expire_s, and run the same job",
 	"lock_busy":                     "contended: cs_per_s × hold_ms_mean / 1000, the share of the window the key was held (the hold includes the bench's INCR and DECR): the summed holds of the sections that ended inside the window, over the window, so without overlaps it cannot exceed 100 %; in a mixed multi-process scenario each implementation's row counts its own critical sections, the all row the key's",
 	"wait_p99_with_timeouts_ms":     "contended: the nearest-rank p99 of wait_ms after adding one wait of the whole timeout (timeout_s) per timed-out call: plain p99 leaves out the calls that starved",
 	"handoffs":                      "contended: the critical sections that started inside the window, ordered by their start (wall clock, shared by every process on the machine; critical sections on one key never overlap), each consecutive pair one hand-off charged to the earlier section's worker: total, same_worker (the releasing worker took the key straight back), same_process; handoff_same_worker = same_worker / total",
 	"multi_process":                 "4 processes × 4 workers on one key, 2 ms critical sections, a window of multi_duration_ms (default 10 s, twice the execute timeout, so a starved call can time out inside it), every process opening its window at the same wall-clock time (start_at; start_late_ms says by how much one missed it): multi_stock (the baseline), multi_go, multi_go_stock (2 + 2), multi_bridge, multi_bridge_stock (2 + 2); Go processes are Go worker processes (this program with LOCKTUI_BENCH_WORKER=1), bridge processes share one bridge server; the keys are in the bridge's namespace (fixed when it starts) so every process locks the same Redis key; a row per implementation (its processes together) and, for mixed scenarios, an all row; window_ms is the span from the first process's opening to the last one's closing",
 	"fairness_processes":            "multi-process: Jain's index over the processes' completed critical sections",
 	"share":                         "multi-process: the implementation's share of the scenario's critical sections",
-	"cpu_ms_per_1k_executes":        "the runner processes' CPU time (user + system: getrusage for Go, process.cpuUsage() for Node) from the window's opening to the end of the drain, per 1,000 execute calls made in the window (successful, timed out or failed); the in-process Go runner's is the bench process's",
+	"cpu_ms_per_1k_executes":        "the runner processes' CPU time (user + system: getrusage for Go, process.cpuUsage() for Node) from the window's opening to the end of the drain, per 1,000 execute calls made in the window (successful, timed out or failed); an in-process runner's (go, the peers) is the bench process's",
 	"bridge_cpu_ms_per_1k_executes": "bridge: the bridge server's CPU time (utime + stime from /proc/<pid>/stat, 10 ms steps) over the same span, per 1,000 executes of the bridge clients it served",
-	"redis_cpu_ms_per_1k_executes":  "the Redis server's CPU time (from /proc/<pid>/stat, the pid from INFO server; left out when the server is not on this machine, and on the cluster, whose three servers are not measured) over the same span, per 1,000 executes; in a mixed multi-process scenario only on the all row, since one server serves every implementation",
+	"redis_cpu_ms_per_1k_executes":  "the Redis server's CPU time (INFO cpu: used_cpu_sys + used_cpu_user, summed over the three masters on the cluster) over the same span, per 1,000 executes; in a mixed multi-process scenario only on the all row, since one server serves every implementation",
+	"redis_commands_per_execute":    "the commands Redis ran over the same span (INFO commandstats, calls + rejected_calls of every command; a script's EVALSHA or EVAL and each command the script called count one each, so an execute of two scripts calling two commands each is 6), per execute, less the bench's own: its INFO calls (the counters' reads; ioredis's ready check) and one INCR and one DECR per successful execute of a contended scenario (the job's counter). Polling locks pay for every failed attempt here; same rows as redis_cpu_ms_per_1k_executes",
+	"redis_commands":                "the commands of redis_commands_per_execute one by one, calls per execute, the jobs' INCR and DECR included (INFO left out)",
+	"keys_left":                     "the keys that were not in Redis before the run (its warm-up included) and are there once every execute of the run returned, so every lock is released: a SCAN of the whole server (every master on the cluster), the bench's counters left out; keys_left_without_ttl is how many of them never expire, keys_left_sample up to 5 of their names; same rows as redis_cpu_ms_per_1k_executes",
 	"machine_busy":                  "the share of the CPU time the machine had (every core, from /proc/stat, less steal) that it spent busy over the same span: near 1.0 the run was bound by the CPU the runners, the bridge and Redis share, and then a rate can only rise by spending less CPU per execute",
 	"machine_steal":                 "the share of the machine's CPU time over the same span that the hypervisor gave to other machines while this one wanted to run (steal in /proc/stat): the noise of a shared virtual machine; runs with different steal are not comparable, ratios inside one scenario's adjacent runs are less affected",
 	"multi_ratios":                  "multi_<impl>: <impl>_over_stock divides critical sections/s (and wait_p50/p99/p99_with_timeouts) by multi_stock's; multi_<impl>_stock: <impl>_over_stock compares critical sections/s per process of <impl> and of stock in the same run, stock_over_all_stock divides stock's per process by multi_stock's per process (target: at least 0.5)",
@@ -96,6 +100,17 @@ type Result struct {
 	RedisCPUMsPer1k  *float64 `json:"redis_cpu_ms_per_1k_executes,omitempty"`
 	MachineBusy      *float64 `json:"machine_busy,omitempty"`
 	MachineSteal     *float64 `json:"machine_steal,omitempty"`
+	// RedisCmdsPerExec is the commands the locks made Redis run per execute (INFO
+	// commandstats: the scripts' commands counted besides their EVALSHA), the bench's own left
+	// out; RedisCmds has every command's calls per execute, the jobs' INCR and DECR included.
+	RedisCmdsPerExec *float64           `json:"redis_commands_per_execute,omitempty"`
+	RedisCmds        map[string]float64 `json:"redis_commands,omitempty"`
+	// KeysLeft is how many keys the run left in Redis once every execute returned (the bench's
+	// counters not counted), KeysLeftNoTTL how many of them never expire, KeysLeftSample a few
+	// of their names.
+	KeysLeft       *int     `json:"keys_left,omitempty"`
+	KeysLeftNoTTL  *int     `json:"keys_left_without_ttl,omitempty"`
+	KeysLeftSample []string `json:"keys_left_sample,omitempty"`
 	// StartLateMs is how late the latest of its processes opened its window (0: together).
 	StartLateMs float64 `json:"start_late_ms,omitempty"`
 
@@ -199,6 +214,15 @@ func (r *Result) setHandoffs(h Handoffs) {
 
 // executes is the number of execute calls made in the window (and finished while draining).
 func (raw *Raw) executes() int { return len(raw.WaitMs) + raw.Timeouts + raw.Errors }
+
+// jobs is the number of those executes whose job ran the counter's INCR and DECR: every
+// successful one when the spec has a counter, else none.
+func (raw *Raw) jobs(spec Spec) int {
+	if spec.CounterKey == "" {
+		return 0
+	}
+	return len(raw.WaitMs)
+}
 
 // sections are the raw's critical sections that started inside its window, as process proc's.
 func (raw *Raw) sections(proc int) []Section {

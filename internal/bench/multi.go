@@ -151,14 +151,16 @@ func multiSpec(cfg Config, m MultiScenario, p int, startAt time.Time) Spec {
 }
 
 // runMulti runs one multi-process scenario: it resets the shared counter, sends every process
-// its spec at once and collects their observations, and measures over the window the CPU of the
-// Redis server, of the bridge server when bridge processes take part, and of the machine.
-func runMulti(ctx context.Context, cfg Config, m MultiScenario, procs map[string][]Runner, env Env) ([]*Raw, cpuUse, error) {
+// its spec at once and collects their observations, and measures over the window the Redis
+// server's CPU and commands, the CPU of the bridge server when bridge processes take part and
+// of the machine, and the keys the scenario left in Redis.
+func runMulti(ctx context.Context, cfg Config, m MultiScenario, procs map[string][]Runner, env Env) ([]*Raw, windowCost, error) {
 	if err := resetCounter(ctx, cfg.RedisURL, counterPrefix+"multi:"+m.Name); err != nil {
-		return nil, cpuUse{}, err
+		return nil, windowCost{}, err
 	}
+	keys := env.probe.trackKeys(ctx)
 	startAt := time.Now().Add(multiStartMargin)
-	cpu := measureCPU(ctx, env.bridgePid(slices.Contains(m.Processes, BridgeName)), env.redisPid, startAt)
+	cost := measureWindow(ctx, env.bridgePid(slices.Contains(m.Processes, BridgeName)), env.probe, startAt)
 	raws := make([]*Raw, len(m.Processes))
 	errs := make([]error, len(m.Processes))
 	next := map[string]int{}
@@ -167,7 +169,7 @@ func runMulti(ctx context.Context, cfg Config, m MultiScenario, procs map[string
 		i := next[impl]
 		next[impl]++
 		if i >= len(procs[impl]) {
-			return nil, cpuUse{}, fmt.Errorf("%s: no %s process #%d", m.Name, impl, i)
+			return nil, windowCost{}, fmt.Errorf("%s: no %s process #%d", m.Name, impl, i)
 		}
 		r := procs[impl][i]
 		spec := multiSpec(cfg, m, p, startAt)
@@ -176,17 +178,23 @@ func runMulti(ctx context.Context, cfg Config, m MultiScenario, procs map[string
 	wg.Wait()
 	for p, err := range errs {
 		if err != nil {
-			return nil, cpuUse{}, fmt.Errorf("%s, process %d (%s): %w", m.Name, p, m.Processes[p], err)
+			return nil, windowCost{}, fmt.Errorf("%s, process %d (%s): %w", m.Name, p, m.Processes[p], err)
 		}
 	}
-	return raws, cpu(), nil
+	use := cost()
+	var keysErr error
+	if use.keys, use.keysOK, keysErr = keys(); keysErr != nil {
+		fmt.Fprintf(cfg.Log, "bench: warning: %s: the keys left: %v\n", m.Name, keysErr)
+	}
+	return raws, use, nil
 }
 
 // SummarizeMulti computes the rows of one multi-process scenario: one per implementation (its
 // processes together) and, when implementations are mixed, an "all" row for the whole key.
-// cpu is what the window cost the bridge server, the Redis server and the machine: the Redis
-// server's is charged to the rows of every process (one implementation's, or the all row).
-func SummarizeMulti(cfg Config, m MultiScenario, raws []*Raw, cpu cpuUse) []Result {
+// cost is what the window cost the bridge server, the Redis server and the machine: the Redis
+// server's counters, and the keys left, are charged to the rows of every process (one
+// implementation's, or the all row).
+func SummarizeMulti(cfg Config, m MultiScenario, raws []*Raw, cost windowCost) []Result {
 	cfg = cfg.withDefaults()
 	var all []Section
 	for p, raw := range raws {
@@ -229,7 +237,7 @@ func SummarizeMulti(cfg Config, m MultiScenario, raws []*Raw, cpu cpuUse) []Resu
 		if total > 0 {
 			res.Share = ptr(round(float64(res.Ops)/float64(total), 3))
 		}
-		res.setCPU(cpu, merged.executes(), impl == BridgeName, len(procs) == len(raws))
+		res.setCost(cost, merged.executes(), merged.jobs(spec), impl == BridgeName, len(procs) == len(raws))
 		out = append(out, res)
 	}
 	return out

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/redisconn"
 )
@@ -187,12 +183,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if name, version := localPackageVersion(filepath.Join(cfg.CompatDir, bridgeClientDir)); version != "" {
 		rep.Env.Packages[name] = version
 	}
-	version, pid, err := redisServer(ctx, cfg.RedisURL)
+	version, err := redisServer(ctx, cfg.RedisURL)
 	if err != nil {
 		return nil, err
 	}
-	env.redisPid = pid
 	rep.Redis, rep.Env.Redis = version, version
+	probe, err := openProbe(cfg.RedisURL)
+	if err != nil {
+		return nil, err
+	}
+	defer probe.close()
+	env.probe = probe
 
 	// One bridge server for every bridge runner of the run; stopped after them (defers run in
 	// reverse order).
@@ -280,20 +281,26 @@ const lateWarning = 5.0 // ms
 const singleStartMargin = 500 * time.Millisecond
 
 // runSingle runs one single-process scenario with one implementation and summarises it; it
-// also measures the Redis server's CPU, the bridge server's for the bridge, and how busy the
-// machine was over the window.
+// also measures the Redis server's CPU and commands, the bridge server's CPU for the bridge, how
+// busy the machine was over the window, and the keys the run left in Redis.
 func runSingle(ctx context.Context, cfg Config, sc Scenario, impl string, r Runner, env Env) (Result, error) {
 	spec := makeSpec(cfg, sc, impl)
+	keys := env.probe.trackKeys(ctx)
 	startAt := time.Now().Add(singleStartMargin)
 	spec.StartAtUnixMs = unixMs(startAt)
 	bridge := impl == BridgeName
-	cpu := measureCPU(ctx, env.bridgePid(bridge), env.redisPid, startAt)
+	cost := measureWindow(ctx, env.bridgePid(bridge), env.probe, startAt)
 	raw, err := r.Run(ctx, spec)
 	if err != nil {
 		return Result{}, fmt.Errorf("%s with %s: %w", sc.Name, impl, err)
 	}
+	use := cost()
+	var keysErr error
+	if use.keys, use.keysOK, keysErr = keys(); keysErr != nil {
+		fmt.Fprintf(cfg.Log, "bench: warning: %s with %s: the keys left: %v\n", sc.Name, impl, keysErr)
+	}
 	res := Summarize(sc, spec, raw)
-	res.setCPU(cpu(), raw.executes(), bridge, true)
+	res.setCost(use, raw.executes(), raw.jobs(spec), bridge, true)
 	return res, nil
 }
 
@@ -409,7 +416,7 @@ func problems(r Result) []string {
 
 func progressLine(r Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "bench: %-17s %-6s", r.Name, r.Impl)
+	fmt.Fprintf(&b, "bench: %-17s %-9s", r.Name, r.Impl)
 	if r.Contended() {
 		fmt.Fprintf(&b, " %8.1f cs/s", r.Throughput())
 		if r.Efficiency != nil {
@@ -438,52 +445,23 @@ func resetCounter(ctx context.Context, url, key string) error {
 	return nil
 }
 
-// onThisMachine reports whether a Redis URL names a loopback address, where the server's process
-// id (INFO server's process_id) is a process of this machine.
-func onThisMachine(url string) bool {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return false
-	}
-	host, _, err := net.SplitHostPort(opts.Addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// redisServer reads redis_version and, when the server runs on this machine (a loopback
-// address, and a redis-server process of that id), its process id (0 otherwise) from INFO
-// server.
-func redisServer(ctx context.Context, url string) (version string, pid int, err error) {
+// redisServer reads redis_version from INFO server.
+func redisServer(ctx context.Context, url string) (string, error) {
 	c, err := redisconn.Open(url, redisconn.TLSFiles{})
 	if err != nil {
-		return "", 0, err
+		return "", err
 	}
 	defer c.Close()
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
-		return "", 0, fmt.Errorf("bench: redis %s does not answer: %w", redisconn.Describe(url), err)
+		return "", fmt.Errorf("bench: redis %s does not answer: %w", redisconn.Describe(url), err)
 	}
 	for line := range strings.Lines(info) {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, "redis_version:"); ok {
-			version = v
-		}
-		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
-			if n, err := strconv.Atoi(v); err == nil && onThisMachine(url) && isRedisServer(n) {
-				pid = n
-			}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v, nil
 		}
 	}
-	if version == "" {
-		return "", 0, errors.New("bench: INFO server has no redis_version")
-	}
-	return version, pid, nil
+	return "", errors.New("bench: INFO server has no redis_version")
 }
 
 // syncWriter serialises writes to the log: progress comes from Run, child stderr from the

@@ -63,7 +63,7 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 	assert.Empty(t, rep.Problems)
 	assert.NotEmpty(t, rep.Redis)
 	assert.Equal(t, rep.Redis, rep.Env.Redis)
-	impls := []string{"go", "stock", "bridge"}
+	impls := []string{"go", "stock", "bridge", bench.RedislockName, bench.RedsyncName, bench.BareName}
 	assert.Equal(t, impls, rep.Settings.Impls)
 	assert.Equal(t, "2.21.2", rep.Env.Packages["@medusajs/locking-redis"])
 	assert.NotEmpty(t, rep.Env.Packages["@locktui/medusa-locking-bridge"])
@@ -97,8 +97,16 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, samples+r.Timeouts, sc.Workers, "%s/%s", r.Name, r.Impl)
 		assert.GreaterOrEqual(t, samples, r.Ops, "%s/%s", r.Name, r.Impl)
-		assert.Contains(t, rep.Ratios[sc.Name], "go_over_stock", "ratio of %s", sc.Name)
-		assert.Contains(t, rep.Ratios[sc.Name], "bridge_over_stock", "ratio of %s", sc.Name)
+		for _, impl := range impls[1:] {
+			if impl != "stock" {
+				assert.Contains(t, rep.Ratios[sc.Name], impl+"_over_stock", "ratio of %s", sc.Name)
+			}
+		}
+		// The Redis server's side of every row: its CPU and commands per execute, the keys left.
+		assert.NotNil(t, r.RedisCPUMsPer1k, "%s/%s", r.Name, r.Impl)
+		require.NotNil(t, r.RedisCmdsPerExec, "%s/%s", r.Name, r.Impl)
+		assert.GreaterOrEqual(t, *r.RedisCmdsPerExec, 2.0, "%s/%s: %v", r.Name, r.Impl, r.RedisCmds)
+		assert.NotNil(t, r.KeysLeft, "%s/%s", r.Name, r.Impl)
 	}
 
 	// The JSON document has the documented top-level shape.
@@ -147,6 +155,11 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 		assert.Equal(t, len(m.Processes)*m.Workers, last.Workers, m.Name)
 		require.NotNil(t, last.Share, m.Name)
 		assert.Equal(t, 1.0, *last.Share, m.Name)
+		assert.NotNil(t, last.RedisCmdsPerExec, m.Name)
+		assert.NotNil(t, last.KeysLeft, m.Name)
+		if want > 1 {
+			assert.Nil(t, rows[m.Name][0].RedisCmdsPerExec, "%s: one implementation's row of a mixed scenario", m.Name)
+		}
 	}
 	assert.Contains(t, rep.Ratios["multi_go"], "go_over_stock")
 	assert.Contains(t, rep.Ratios["multi_go_stock"], "stock_over_all_stock")
@@ -170,6 +183,10 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 		}
 		key := r.Impl + "_over_" + r.Impl + "_standalone"
 		assert.Contains(t, rep.Ratios[r.Name], key, r.Name)
+		// The cluster's three masters are read and summed.
+		assert.NotNil(t, r.RedisCPUMsPer1k, "%s/%s", r.Name, r.Impl)
+		assert.NotNil(t, r.RedisCmdsPerExec, "%s/%s", r.Name, r.Impl)
+		assert.NotNil(t, r.KeysLeft, "%s/%s", r.Name, r.Impl)
 	}
 	assert.NotEmpty(t, rep.ClusterNotes)
 

@@ -234,8 +234,9 @@ type Env struct {
 
 	// bridge, when set, is the run's one bridge server, shared by its bridge runners.
 	bridge *sharedBridge
-	// redisPid is the Redis server's process id when it runs on this machine, else 0.
-	redisPid int
+	// probe, when set, reads the counters of the run's Redis server (every master of a
+	// cluster) and the keys it holds.
+	probe *redisProbe
 }
 
 // bridgePid is the pid of the run's bridge server when bridge is set and one runs, else 0.
@@ -251,7 +252,7 @@ func (e Env) bridgePid(bridge bool) int {
 
 // Impl is one lock implementation under test.
 type Impl interface {
-	// Name is the implementation's name in the report ("go", "stock", "bridge").
+	// Name is the implementation's name in the report ("go", "stock", "bridge", a peer's).
 	Name() string
 	// Open checks prerequisites (fail fast, with an install hint) and prepares for a run.
 	Open(ctx context.Context, env Env) (Runner, error)
@@ -266,14 +267,15 @@ type Runner interface {
 }
 
 // Implementations lists every implementation, in report order: the Go provider in-process,
-// stock @medusajs/locking-redis in Node, and the bridge client in Node talking to a Go bridge
-// started for the run (see StartBridge). Add another one here.
+// stock @medusajs/locking-redis in Node, the bridge client in Node talking to a Go bridge
+// started for the run (see StartBridge), then the peers in-process (see Peers). Add another one
+// here.
 func Implementations() []Impl {
-	return []Impl{
+	return append([]Impl{
 		GoImpl{},
 		NodeImpl{ImplName: "stock", Script: "bench/stock-bench.js"},
 		bridgeImpl(),
-	}
+	}, Peers()...)
 }
 
 // SelectImpls returns the implementations named in a comma-separated list ("" or "all": every

@@ -11,8 +11,8 @@ import (
 // the ratio to stock from the same run.
 func WriteTable(w io.Writer, rep *Report) error {
 	var b strings.Builder
-	b.WriteString("| scenario | impl | procs × workers | rate | of ideal | lock busy | wait p50 / p99 / max ms | p99 with timeouts ms | timeouts | same-worker hand-offs | Jain workers / procs | share | overlaps | CPU ms per 1k executes (client / bridge / Redis) | machine busy / steal | × stock |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| scenario | impl | procs × workers | rate | of ideal | lock busy | wait p50 / p99 / max ms | p99 with timeouts ms | timeouts | same-worker hand-offs | Jain workers / procs | share | overlaps | CPU ms per 1k executes (client / bridge / Redis) | Redis commands per execute | keys left | machine busy / steal | × stock |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.Scenarios {
 		b.WriteString(tableRow(r, ratioCell(rep.Ratios[r.Name], r.Impl+"_over_stock", "")))
 	}
@@ -59,8 +59,7 @@ func tableRow(r Result, ratio string) string {
 		jain += fmt.Sprintf(" / %.2f", *r.FairnessProcesses)
 	}
 	cells = append(cells, jain, pct(r.Share), fmt.Sprint(r.Overlaps))
-	cpu := cpuCell(r)
-	cells = append(cells, cpu, machineCell(r), ratio)
+	cells = append(cells, cpuCell(r), numPtr(r.RedisCmdsPerExec), keysCell(r), machineCell(r), ratio)
 	return "| " + strings.Join(cells, " | ") + " |\n"
 }
 
@@ -78,6 +77,18 @@ func cpuCell(r Result) string {
 		return num(*v)
 	}
 	return part(r.CPUMsPer1k) + " / " + part(r.BridgeCPUMsPer1k) + " / " + part(r.RedisCPUMsPer1k)
+}
+
+// keysCell is the keys a run left in Redis, with how many of them have no TTL when some have
+// none; empty when not measured.
+func keysCell(r Result) string {
+	switch {
+	case r.KeysLeft == nil:
+		return ""
+	case r.KeysLeftNoTTL != nil && *r.KeysLeftNoTTL > 0:
+		return fmt.Sprintf("%d (%d without TTL)", *r.KeysLeft, *r.KeysLeftNoTTL)
+	}
+	return fmt.Sprint(*r.KeysLeft)
 }
 
 // machineCell is "busy / steal" of the machine over the run (see MetricsDoc).
