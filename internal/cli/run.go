@@ -57,6 +57,8 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.app.Stdin, s.stdout, s.stderr
 	cmd.WaitDelay = pipeDrain
+	// From here on run's own lines never wait for stderr (the command writes to it directly).
+	defer s.speakWithoutBlocking()()
 
 	waits := &waitWatch{}
 	var c *conn
@@ -86,6 +88,18 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.cannotStart(p.tail[0], err)
 	}
 	return s.supervise(ctx, cmd, waited, c.p, lease, sigs, o.grace)
+}
+
+// speakWithoutBlocking sends the session's stderr lines through a lineQueue until the function
+// it returns is called: that flushes them (within stderrFlush) and puts stderr back.
+func (s *session) speakWithoutBlocking() (restore func()) {
+	direct := s.stderr
+	q := newLineQueue(direct)
+	s.stderr = q
+	return func() {
+		s.stderr = direct
+		q.Close(stderrFlush)
+	}
 }
 
 // onceTimeout bounds run --timeout 0's single attempt: the round trip, not a wait.
@@ -237,21 +251,21 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 				timer.Reset(deadline.Add(-grace).Sub(now))
 				return
 			case termAt.IsZero():
-				s.errorf("renewal of the lock on %s is overdue (the lease ends in %s); stopping the command with SIGTERM, SIGKILL at the deadline",
-					quoteKeys(lease.Keys()), max(deadline.Sub(now), 0).Round(time.Millisecond))
 				forLease = true
 				terminate()
+				s.errorf("renewal of the lock on %s is overdue (the lease ends in %s); stopping the command with SIGTERM, SIGKILL at the deadline",
+					quoteKeys(lease.Keys()), max(deadline.Sub(now), 0).Round(time.Millisecond))
 			case now.Before(earliest(termAt.Add(grace), deadline)):
 				timer.Reset(earliest(termAt.Add(grace), deadline).Sub(now))
 				return
 			case now.Before(deadline):
-				s.errorf("the command did not exit within %s of SIGTERM; sending SIGKILL", grace)
 				_ = cmd.Process.Kill()
 				killed = true
+				s.errorf("the command did not exit within %s of SIGTERM; sent SIGKILL", grace)
 			default:
-				s.errorf("the command still runs at the lease's deadline; sending SIGKILL before Redis can expire the keys")
 				_ = cmd.Process.Kill()
 				killed = true
+				s.errorf("the command still ran at the lease's deadline; sent SIGKILL before Redis can expire the keys")
 			}
 		}
 	}

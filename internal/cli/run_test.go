@@ -199,7 +199,7 @@ func TestRunKillsACommandThatIgnoresSIGTERM(t *testing.T) {
 	require.NoError(t, e.srv.Client(t).Set(context.Background(), "medusa_lock:k", "thief", 0).Err())
 	require.Equal(t, cli.ExitLockLost, <-code)
 	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran: "k" was taken by "thief"; stopping it with SIGTERM (SIGKILL after 200ms)`)
-	require.Contains(t, stderr.String(), "locktui: the command did not exit within 200ms of SIGTERM; sending SIGKILL")
+	require.Contains(t, stderr.String(), "locktui: the command did not exit within 200ms of SIGTERM; sent SIGKILL")
 	require.Equal(t, "thief", e.holder(t, "k"), "the new owner's lock is left alone")
 }
 
@@ -288,7 +288,7 @@ func TestRunKillsTheCommandBeforeRedisCanExpireTheKeys(t *testing.T) {
 	px.Restore(faultproxy.Downstream)
 	require.Equal(t, cli.ExitLockLost, <-code)
 	require.Contains(t, stderr.String(), `locktui: renewal of the lock on "k" is overdue`)
-	require.Contains(t, stderr.String(), "locktui: the command still runs at the lease's deadline; sending SIGKILL")
+	require.Contains(t, stderr.String(), "locktui: the command still ran at the lease's deadline; sent SIGKILL")
 	require.Contains(t, stderr.String(), `locktui: lost the lock on "k" while the command ran: the lease expired`)
 	require.NotContains(t, stderr.String(), "warning: Lost the lock")
 }
