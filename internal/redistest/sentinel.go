@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -40,6 +41,13 @@ const (
 // waits 5 s for more replicas by default).
 var nodeArgs = []string{"--repl-diskless-sync-delay", "0"}
 
+// SentinelConfig tunes the deployment a test starts; the zero value is StartSentinel's.
+type SentinelConfig struct {
+	// DebugCommand lets loopback clients send DEBUG to the data servers (enable-debug-command
+	// local: Redis 7 refuses DEBUG by default), which Node.Stall needs.
+	DebugCommand bool
+}
+
 // Sentinel is a Redis Sentinel deployment owned by one test: a master, one replica and three
 // sentinels (quorum 2, down-after 1 s, failover-timeout 3 s), on free loopback ports.
 type Sentinel struct {
@@ -64,15 +72,21 @@ type Node struct {
 // StartSentinel starts a Sentinel deployment and waits until every sentinel monitors the
 // master, knows the two other sentinels and the replica, and the replica is in sync. It fails
 // the test (never skips) when redis-server is not installed.
-func StartSentinel(t testing.TB) *Sentinel {
+func StartSentinel(t testing.TB) *Sentinel { return StartSentinelWith(t, SentinelConfig{}) }
+
+// StartSentinelWith is StartSentinel with cfg.
+func StartSentinelWith(t testing.TB, cfg SentinelConfig) *Sentinel {
 	t.Helper()
 	dir := t.TempDir()
 	s := &Sentinel{}
 	for i := range 2 {
-		args := nodeArgs
+		args := slices.Clone(nodeArgs)
+		if cfg.DebugCommand {
+			args = append(args, "--enable-debug-command", "local")
+		}
 		if i > 0 {
 			host, port, _ := net.SplitHostPort(s.Nodes[0].Addr)
-			args = append(args[:len(args):len(args)], "--replicaof", host, port)
+			args = append(args, "--replicaof", host, port)
 		}
 		proc := startProc(t, redisproc.Options{Args: args, Dir: subdir(t, dir, "node-"+strconv.Itoa(i+1))})
 		c := redis.NewClient(&redis.Options{Addr: proc.Addr(), MaxRetries: -1, DialTimeout: time.Second})
@@ -105,7 +119,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 			s.logState(t)
 		}
 	})
-	s.await(t, sentinelReady, "the sentinels to know each other and the replica", func(ctx context.Context) error {
+	await(t, sentinelReady, "the sentinels to know each other and the replica", func(ctx context.Context) error {
 		for _, c := range s.clients {
 			m, err := c.Master(ctx, SentinelMaster).Result()
 			if err != nil {
@@ -219,7 +233,7 @@ func (s *Sentinel) AwaitFailover(t testing.TB, from *Node, limit time.Duration) 
 	t.Helper()
 	var promoted time.Time
 	var to string
-	s.await(t, limit, "a failover from "+from.Addr, func(ctx context.Context) error {
+	await(t, limit, "a failover from "+from.Addr, func(ctx context.Context) error {
 		for _, c := range s.clients {
 			hp, err := c.GetMasterAddrByName(ctx, SentinelMaster).Result()
 			if err == nil && len(hp) == 2 && net.JoinHostPort(hp[0], hp[1]) != from.Addr && promoted.IsZero() {
@@ -249,7 +263,7 @@ func (s *Sentinel) AwaitFailover(t testing.TB, from *Node, limit time.Duration) 
 // sentinel sees it down: a failover may then promote it.
 func (s *Sentinel) AwaitReplica(t testing.TB, n *Node, limit time.Duration) {
 	t.Helper()
-	s.await(t, limit, n.Addr+" to replicate the master", func(ctx context.Context) error {
+	await(t, limit, n.Addr+" to replicate the master", func(ctx context.Context) error {
 		addr, agreed, err := s.masterAddr(ctx)
 		switch {
 		case err != nil:
@@ -305,7 +319,7 @@ func (s *Sentinel) PauseAndSync(t testing.TB, master *Node, pause, limit time.Du
 		t.Fatalf("redistest: CLIENT PAUSE on %s: %v", master.Addr, err)
 	}
 	paused := time.Now()
-	s.await(t, limit, "the replicas to catch up with "+master.Addr, func(ctx context.Context) error {
+	await(t, limit, "the replicas to catch up with "+master.Addr, func(ctx context.Context) error {
 		want, err := master.info(ctx, "master_repl_offset")
 		if err != nil {
 			return err
@@ -336,6 +350,117 @@ func (n *Node) Unpause(t testing.TB) {
 	}
 }
 
+// stallProbe is how long Stall's PING waits for an answer before it takes the node as asleep.
+const stallProbe = 100 * time.Millisecond
+
+// Stall has the node sleep for d (DEBUG SLEEP; the deployment needs DebugCommand): it answers
+// no client and reads nothing meanwhile, its replication stream from the master included. It
+// returns once the node has stopped answering (a PING got no answer within stallProbe), with a
+// channel closed when the node is awake again. d must stay below the sentinels' down-after
+// (1 s), so that they never see the node down: a replica seen down (+sdown) is not promoted.
+func (n *Node) Stall(t testing.TB, d time.Duration) <-chan struct{} {
+	t.Helper()
+	if d >= sentinelDownAfter {
+		t.Fatalf("redistest: a stall of %s would have the sentinels see %s down (down-after %s)", d, n.Addr, sentinelDownAfter)
+	}
+	sleeper := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: d + 5*time.Second})
+	awake := make(chan struct{})
+	var sleepErr error
+	go func() {
+		defer close(awake)
+		sleepErr = sleeper.Do(context.Background(), "DEBUG", "SLEEP", strconv.FormatFloat(d.Seconds(), 'f', 3, 64)).Err()
+	}()
+	t.Cleanup(func() {
+		<-awake
+		_ = sleeper.Close()
+	})
+	pinger := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: stallProbe})
+	defer func() { _ = pinger.Close() }()
+	await(t, d, n.Addr+" to sleep", func(ctx context.Context) error {
+		select {
+		case <-awake:
+			return fmt.Errorf("DEBUG SLEEP ended before %s was seen asleep: %v", n.Addr, sleepErr)
+		default:
+		}
+		err := pinger.Ping(ctx).Err()
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		return fmt.Errorf("%s answers PING (%v)", n.Addr, err)
+	})
+	return awake
+}
+
+// Clog writes filler to n, a master whose replicas are stalled (Stall), until n holds
+// replication data of theirs in its own memory (CLIENT LIST omem): their sockets' kernel
+// buffers, which a replica reads when it wakes even after its master died, are then full, and
+// every write that follows stays in n's memory until the replicas wake: SIGKILLed before, n takes
+// it with it. The filler keys are redistest:clog:<n>.
+func (n *Node) Clog(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	filler := strings.Repeat("x", clogChunk)
+	for written := 0; ; written += clogChunk {
+		pending, err := n.replicaOutput(ctx)
+		switch {
+		case err != nil:
+			t.Fatalf("redistest: clog %s: %v", n.Addr, err)
+		case pending >= clogHeld:
+			return
+		case written >= clogLimit:
+			t.Fatalf("redistest: %s holds %d bytes for its replicas after %d bytes of filler: are they stalled?", n.Addr, pending, written)
+		}
+		if err := n.client.Set(ctx, "redistest:clog:"+strconv.Itoa(written/clogChunk), filler, 0).Err(); err != nil {
+			t.Fatalf("redistest: clog %s: %v", n.Addr, err)
+		}
+	}
+}
+
+// The filler of Clog: clogChunk a write, at most clogLimit in all, until a replica's output
+// (omem) reaches clogHeld. Redis 7 counts a replica's omem from the start of the replication
+// buffer block holding its next unsent byte to the end of the last block, room not yet used
+// included; a block holds at most the larger of 16 KB and one argument of a write (clogChunk
+// here), rounded up by the allocator (by a quarter at most), so the sent part of the first block
+// and the room left in the last make less than 2.5 chunks: clogHeld, 4 chunks, means more than a
+// chunk unsent, in the master's memory.
+const (
+	clogChunk = 256 << 10
+	clogHeld  = 4 * clogChunk
+	clogLimit = 64 << 20
+)
+
+// replicaOutput returns the least output (omem) CLIENT LIST shows for a replica of the node,
+// failing when it has none.
+func (n *Node) replicaOutput(ctx context.Context) (int, error) {
+	list, err := n.client.Do(ctx, "CLIENT", "LIST", "TYPE", "replica").Text()
+	if err != nil {
+		return 0, err
+	}
+	least, replicas := 0, 0
+	for line := range strings.Lines(list) {
+		for _, field := range strings.Fields(line) {
+			v, ok := strings.CutPrefix(field, "omem=")
+			if !ok {
+				continue
+			}
+			omem, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("CLIENT LIST: %s: %w", field, err)
+			}
+			if replicas == 0 || omem < least {
+				least = omem
+			}
+			replicas++
+		}
+	}
+	if replicas == 0 {
+		return 0, fmt.Errorf("%s has no replica", n.Addr)
+	}
+	return least, nil
+}
+
 // info returns one field of the node's INFO replication.
 func (n *Node) info(ctx context.Context, field string) (string, error) {
 	info, err := n.client.Info(ctx, "replication").Result()
@@ -358,7 +483,7 @@ func fields(info string) map[string]string {
 
 // await polls cond every sentinelPoll until it returns nil, failing the test with its last
 // error after limit.
-func (s *Sentinel) await(t testing.TB, limit time.Duration, what string, cond func(context.Context) error) {
+func await(t testing.TB, limit time.Duration, what string, cond func(context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), limit)
 	defer cancel()
