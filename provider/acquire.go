@@ -81,7 +81,7 @@ func (p *Provider) AcquireTokens(ctx context.Context, keys []string, opts Acquir
 	ttl := ttlSeconds(acquireExpire(opts.Expire))
 	var err error
 	if opts.AwaitQueue {
-		_, err = p.acquireQueued(ctx, keys, h, ttl, opts.Queued)
+		_, err = p.acquireQueued(ctx, keys, h, ttl, opts.Queued, false)
 	} else {
 		err = p.acquireOnce(ctx, keys, h, ttl)
 	}

@@ -15,12 +15,17 @@ import (
 // epochProbe is how often a Provider holding leases reads the run_id of its Redis servers.
 const epochProbe = 500 * time.Millisecond
 
+// epochRetry is how soon a probe that could not read them is tried again: during an outage
+// (a failover) the next server answers a probe within this of its first answer.
+const epochRetry = 100 * time.Millisecond
+
 // epochs watches the identity of the Redis server (every master of a Cluster) under a Provider
 // while it holds leases. A server that restarted (a new run_id: without persistence it lost
 // every key) or a failover (another master, which may have missed the last writes) ends every
 // lease at once: its keys may be gone while their holders still believe. The watcher runs only
 // while leases exist; the run_ids seen are kept between runs, so a restart while no lease was
 // held costs at most the leases taken just before the next probe (lost, never kept wrongly).
+// A Provider reads them once before its first lease takes anything (learn).
 type epochs struct {
 	p *Provider
 
@@ -56,6 +61,29 @@ func (e *epochs) add(l *Lease) {
 	e.timer = time.AfterFunc(max(epochProbe-time.Since(e.probed), 0), func() { e.tick(ctx, gen) })
 }
 
+// learn reads the run_ids when no probe has yet: a lease must not take anything on a server
+// whose identity the provider does not know, or a server change between the take and the first
+// probe that answers would pass for the lease's own server (the probe would record the new one
+// as the first). It is one round trip, once per Provider.
+func (e *epochs) learn(ctx context.Context) error {
+	e.mu.Lock()
+	known := e.ids != nil
+	e.mu.Unlock()
+	if known {
+		return nil
+	}
+	ids, err := runIDs(ctx, e.p.client)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if e.ids == nil {
+		e.ids = ids
+	}
+	e.mu.Unlock()
+	return nil
+}
+
 // remove unregisters a lease; the watcher stops once none is left, cutting a probe in flight
 // short.
 func (e *epochs) remove(l *Lease) {
@@ -71,17 +99,21 @@ func (e *epochs) remove(l *Lease) {
 
 // tick probes and, while the watcher that armed it (gen) still runs, arms the next probe.
 func (e *epochs) tick(ctx context.Context, gen uint64) {
-	e.probe(ctx)
+	next := epochProbe
+	if !e.probe(ctx) {
+		next = epochRetry
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.timer != nil && e.gen == gen {
-		e.timer.Reset(epochProbe)
+		e.timer.Reset(next)
 	}
 }
 
-// probe reads the run_ids and ends every lease when they changed. A server that cannot be read
-// is skipped: the leases' deadlines cover an unreachable one. ctx ends when the watcher stops.
-func (e *epochs) probe(ctx context.Context) {
+// probe reads the run_ids and ends every lease when they changed; it reports whether it could
+// read them. A server that cannot be read is skipped: the leases' deadlines cover an unreachable
+// one. ctx ends when the watcher stops.
+func (e *epochs) probe(ctx context.Context) bool {
 	e.mu.Lock()
 	e.probed = time.Now()
 	e.mu.Unlock()
@@ -89,7 +121,7 @@ func (e *epochs) probe(ctx context.Context) {
 	defer cancel()
 	ids, err := runIDs(ctx, e.p.client)
 	if err != nil {
-		return
+		return false
 	}
 	e.mu.Lock()
 	before := e.ids
@@ -100,13 +132,14 @@ func (e *epochs) probe(ctx context.Context) {
 	}
 	e.mu.Unlock()
 	if len(lost) == 0 {
-		return
+		return true
 	}
 	cause := fmt.Errorf("%w (run_id %s, was %s): keys written before may be gone",
 		ErrServerRestarted, describeIDs(ids), describeIDs(before))
 	for _, l := range lost {
 		l.lose(l.order, cause)
 	}
+	return true
 }
 
 // runIDs returns the run_id of the server, or of every master of a Cluster, by address.

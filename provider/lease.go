@@ -166,7 +166,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func(), holder Holder) (*holdings, time.Time, error) {
 	for {
 		h := p.newHoldings(owner, "", holder)
-		confirmed, err := p.acquireQueued(ctx, keys, h, ttl, queued)
+		confirmed, err := p.acquireQueued(ctx, keys, h, ttl, queued, true)
 		queued = nil // called by the first try
 		if err != nil {
 			return nil, time.Time{}, err

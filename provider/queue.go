@@ -61,6 +61,7 @@ type queue struct {
 	fastKey string        // the key this call polls fast (fastPollers), "" if none
 	queued  func()        // called once Redis answered the first attempt; then nil
 	down    error         // why the last round trip could not reach Redis; nil once Redis answered
+	learn   bool          // a lease's: the server's run_id is read before the first attempt (epochs.learn)
 
 	held      int       // keys[:held] are the call's
 	refreshed time.Time // when keys[:held] were last set or extended (when that was sent), at the oldest
@@ -75,9 +76,9 @@ type queue struct {
 // the send time of the attempt or extension that set it, from which a lease's local deadline
 // is counted. queued, when not nil, is called once Redis answered the first attempt (see
 // LeaseOptions.Queued).
-func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64, queued func()) (time.Time, error) {
+func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64, queued func(), lease bool) (time.Time, error) {
 	q := &queue{p: p, ctx: ctx, keys: normalizeKeys(keys), ttl: ttl, h: h,
-		started: time.Now(), delay: p.opts.DefaultRetryInterval, queued: queued}
+		started: time.Now(), delay: p.opts.DefaultRetryInterval, queued: queued, learn: lease}
 	if p.opts.FairQueue {
 		q.ticket = h.claim
 	}
@@ -281,6 +282,21 @@ func (q *queue) pollFast(key string) bool {
 func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.wake.stop()
 	q.wake = q.p.wakeups.register(q.ctx, batch, q.ticket, q.started)
+	if q.learn {
+		// Before the lease takes anything, as a round trip of the wait: it rides out an
+		// unreachable Redis the same way, with nothing to undo.
+		if err := q.p.epochs.learn(q.ctx); err != nil {
+			switch {
+			case q.ctx.Err() != nil:
+				return nil, time.Now(), q.cutShort(batch[0], err)
+			case IsUnreachable(err):
+				q.down = err
+				return nil, time.Now(), nil
+			}
+			return nil, time.Now(), q.fail(fmt.Errorf("read the Redis server's run_id before taking %s: %w", quoteKeys(batch), err))
+		}
+		q.learn = false
+	}
 	// A key an earlier attempt of the call may have taken stays in the holdings, whatever
 	// becomes of this one.
 	fresh := slices.DeleteFunc(slices.Clone(batch), func(k string) bool { return q.h.touched[k] })
