@@ -49,7 +49,6 @@ func (g *infoGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return next
 }
 
-
 // Defect (found measuring a Sentinel failover, issue 21): a provider that had not read its
 // server's run_id yet took it from the first probe that answered. When the server changed
 // between a lease's acquisition and that probe (a failover, a restart), the probe recorded the
