@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -36,6 +37,10 @@ type epochs struct {
 	timer  *time.Timer        // fires the next probe while leases exist; nil otherwise
 	gen    uint64             // counts the watcher's starts: a probe of an earlier one re-arms nothing
 	cancel context.CancelFunc // ends the running watcher's probe in flight
+	// changes counts the server changes probes found: a lease whose wait saw one may have
+	// taken keys on the old server after the probe that ended the other leases (see add).
+	changes uint64
+	blind   sync.Once // warns once that the run_id cannot be read (INFO refused)
 }
 
 // add registers a lease and starts the watcher if it is not running. The watcher is a timer
@@ -44,21 +49,36 @@ type epochs struct {
 // and a new one began: one Execute after another) waits for the rest of that interval first,
 // so every lease is still probed within epochProbe of the previous probe without a probe, and
 // a round trip, per short lease.
-func (e *epochs) add(l *Lease) {
+//
+// since is the count of server changes (changed) before the lease's wait began: when a probe
+// found one since, the lease may hold keys of the old server that no later probe would compare
+// against it, so add registers nothing and reports false (the caller loses the lease).
+func (e *epochs) add(l *Lease, since uint64) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.changes != since {
+		return false
+	}
 	if e.leases == nil {
 		e.leases = map[*Lease]struct{}{}
 	}
 	e.leases[l] = struct{}{}
 	if e.timer != nil {
-		return
+		return true
 	}
 	e.gen++
 	gen := e.gen
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.timer = time.AfterFunc(max(epochProbe-time.Since(e.probed), 0), func() { e.tick(ctx, gen) })
+	return true
+}
+
+// changed returns how many server changes the probes have found so far.
+func (e *epochs) changed() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changes
 }
 
 // learn reads the run_ids when no probe has yet: a lease must not take anything on a server
@@ -73,6 +93,15 @@ func (e *epochs) learn(ctx context.Context) error {
 		return nil
 	}
 	ids, err := runIDs(ctx, e.p.client)
+	var refused redis.Error
+	if errors.As(err, &refused) && !IsUnreachable(err) {
+		// INFO refused (an ACL without it): the probes cannot read the run_id either.
+		e.blind.Do(func() {
+			e.p.opts.Logger.Warn("cannot read the Redis server's run_id, so a restart or failover of Redis is noticed only at each lease's next renewal or deadline; allow INFO for this user (docs/safety.md)",
+				"error", err)
+		})
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -129,6 +158,7 @@ func (e *epochs) probe(ctx context.Context) bool {
 	var lost []*Lease
 	if before != nil && !maps.Equal(before, ids) {
 		lost = slices.Collect(maps.Keys(e.leases))
+		e.changes++
 	}
 	e.mu.Unlock()
 	if len(lost) == 0 {

@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -75,4 +76,27 @@ func TestAServerChangeBeforeTheFirstProbeIsNoticed(t *testing.T) {
 		t.Fatal("the lease outlived the change of its server by 5 s")
 	}
 	require.ErrorIs(t, l.Err(), provider.ErrServerRestarted)
+}
+
+// Found in review (issue 21): a lease whose wait saw a probe find the server changed (a
+// failover, while the provider's other leases were lost) was granted and watched against the new
+// server, although its keys may have been taken on the old one before it died: its holder would
+// be told only at its first renewal. Such a grant is given back and tried again.
+func TestALeaseWhoseWaitSawTheServerChangeIsTakenAgain(t *testing.T) {
+	logs := &logSink{}
+	var e *env
+	changed := false
+	e = newEnv(t, &provider.Options{Logger: logs.logger(), Observer: provider.ObserverFunc(func(ev provider.Event) {
+		if ev.Kind == provider.EventWaiting && !changed {
+			changed = true
+			provider.NoteServerChange(e.p)
+			e.rdb.Del(context.Background(), e.key("k")) // the holder's lock goes: the wait takes the key next
+		}
+	})})
+	e.set("k", "holder", 0)
+	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Minute, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	defer func() { _, _ = l.Release(context.Background()) }()
+	require.NoError(t, l.Err(), "the lease taken again is watched against the server it was taken on")
+	require.Contains(t, fmt.Sprint(logs.messages()), "the Redis server changed (a failover or a restart) while a lease was being taken")
 }

@@ -58,3 +58,11 @@ var QueueKeys = queueKeys
 
 // WaitersKey is the key of the waiter marker of lock key rk (scripts.go). For tests only.
 var WaitersKey = waitersKey
+
+// NoteServerChange makes p count one more server change, as a probe that found a new run_id
+// does (without ending any lease). For tests only.
+func NoteServerChange(p *Provider) {
+	p.epochs.mu.Lock()
+	p.epochs.changes++
+	p.epochs.mu.Unlock()
+}

@@ -124,7 +124,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	timeoutErr := timedOut(sorted)
 	waitCtx, cancel := context.WithTimeoutCause(ctx, timeout, timeoutErr)
 	defer cancel()
-	h, confirmed, err := p.acquireInTime(waitCtx, sorted, owner, ttl, opts.Queued, opts.Holder)
+	h, confirmed, since, err := p.acquireInTime(waitCtx, sorted, owner, ttl, opts.Queued, opts.Holder)
 	if err != nil {
 		return nil, endedBy(err, timeoutErr)
 	}
@@ -152,39 +152,55 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	// Under l.mu, so that a loss at the deadline, which takes l.mu first, finds the lease
 	// registered and takes it off (unwatch). The epoch watcher never holds its own lock while it
 	// takes a lease's.
-	p.epochs.add(l)
+	watched := p.epochs.add(l, since)
 	l.mu.Unlock()
+	if !watched { // a probe found the server changed after acquireInTime checked
+		l.lose(l.order, errChangedDuringWait)
+	}
 	return l, nil
 }
+
+// errChangedDuringWait is the cause of a lease whose wait saw the Redis server change.
+var errChangedDuringWait = fmt.Errorf("%w while the lease was being taken: keys it took before may be gone", ErrServerRestarted)
 
 // acquireInTime takes every key for a lease of ttl seconds and returns its holdings and the send
 // time its deadline counts from. A grant whose reply came back with less than the safety margin
 // left before that deadline (a slow link) is given back, claim-checked, and the keys are tried
 // again under a new claim until ctx ends: the holder must never start believing when Redis may
 // already have expired a key, nor with a lease it would lose as it starts.
+// A grant after a wait during which a probe found the server changed (a failover) is given back
+// and tried again the same way: it may hold keys of the old server. It also returns the count of
+// server changes the grant was checked against (epochs.add).
 // queued and holder are LeaseOptions.Queued and LeaseOptions.Holder.
-func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func(), holder Holder) (*holdings, time.Time, error) {
+func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func(), holder Holder) (*holdings, time.Time, uint64, error) {
 	for {
 		h := p.newHoldings(owner, "", holder)
+		since := p.epochs.changed()
 		confirmed, err := p.acquireQueued(ctx, keys, h, ttl, queued, true)
 		queued = nil // called by the first try
 		if err != nil {
-			return nil, time.Time{}, err
+			return nil, time.Time{}, 0, err
 		}
 		margin := SafetyMargin(time.Duration(ttl) * time.Second)
 		left := time.Until(deadlineAfter(confirmed, ttl))
-		if left >= margin {
-			return h, confirmed, nil
+		changed := p.epochs.changed() != since
+		if left >= margin && !changed {
+			return h, confirmed, since, nil
 		}
-		p.opts.Logger.Warn("a lease was granted with less than its safety margin left before its deadline (Redis replied too late); giving it back and trying again",
-			"keys", keys, "owner", owner, "left", left, "margin", margin)
+		if changed {
+			p.opts.Logger.Warn("the Redis server changed (a failover or a restart) while a lease was being taken; giving it back and trying again",
+				"keys", keys, "owner", owner)
+		} else {
+			p.opts.Logger.Warn("a lease was granted with less than its safety margin left before its deadline (Redis replied too late); giving it back and trying again",
+				"keys", keys, "owner", owner, "left", left, "margin", margin)
+		}
 		if err := p.putBack(context.WithoutCancel(ctx), h); err != nil { // bounded by cleanupTimeout
-			return nil, time.Time{}, h.failed(err, fmt.Errorf("acquire lock for key(s) %s: granted too late", quoteKeys(keys)))
+			return nil, time.Time{}, 0, h.failed(err, fmt.Errorf("acquire lock for key(s) %s: granted too late", quoteKeys(keys)))
 		}
 		if ctx.Err() != nil {
 			ce := notAcquired(keys[0]) // the grant was given back: the wait starts again at the first key
 			ce.cause = context.Cause(ctx)
-			return nil, time.Time{}, ce
+			return nil, time.Time{}, 0, ce
 		}
 	}
 }
