@@ -86,14 +86,12 @@ func (s *session) connect(ctx context.Context, o *options, observers ...provider
 // connectWaiting is connect for a command that then waits up to timeout for its keys (flag
 // names it: --timeout, --wait): it retries a Redis that cannot be reached within that timeout,
 // counted from its first ping, and the provider's wait rides out what comes after. It returns
-// the time left for the wait: all of timeout when Redis answered the first ping.
+// the time left of timeout for the wait (at least 1 ms: one attempt), however long reaching
+// Redis took.
 func (s *session) connectWaiting(ctx context.Context, o *options, flag string, timeout time.Duration, observers ...provider.Observer) (*conn, time.Duration, error) {
 	start := time.Now()
-	c, retried, err := s.open(ctx, o, timeout, fmt.Sprintf("within %s %s", flag, timeout), observers)
-	if err != nil || !retried {
-		return c, timeout, err
-	}
-	return c, max(time.Until(start.Add(timeout)), time.Millisecond), nil
+	c, _, err := s.open(ctx, o, timeout, fmt.Sprintf("within %s %s", flag, timeout), observers)
+	return c, max(time.Until(start.Add(timeout)), time.Millisecond), err
 }
 
 // open opens the client, reaches Redis (see reach) and builds the conn. It reports whether

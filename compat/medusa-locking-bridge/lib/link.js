@@ -9,6 +9,9 @@ const { Types, lockingError } = require("./errors")
 const { BridgeSocket } = require("./socket")
 const { Deadlines, heartbeatInterval, grantedAt } = require("./deadlines")
 
+/** How many lease_lost events for unknown lease ids a link keeps for grants still to come. */
+const MAX_LOST_FIRST = 64
+
 /** A connection to the bridge, from the upgrade to its end. */
 class Link {
   /** @param {import("./connection").BridgeConnection} client */
@@ -138,7 +141,11 @@ class Link {
     if (!lease) {
       // Lost before its grant was read (a bridge that wrote them in that order): the grant must
       // not be believed. Otherwise a lease this client gave back already: nothing to do.
-      if (this.awaitsLease()) this.lostFirst.set(msg.lease, msg)
+      if (this.awaitsLease()) {
+        this.lostFirst.set(msg.lease, msg)
+        // Such an event comes right before its grant; older ones are for leases given back.
+        if (this.lostFirst.size > MAX_LOST_FIRST) this.lostFirst.delete(this.lostFirst.keys().next().value)
+      }
       return
     }
     this.forget(lease)
@@ -161,8 +168,13 @@ class Link {
   takeLostFirst(id) {
     const msg = this.lostFirst.get(id)
     this.lostFirst.delete(id)
-    if (!this.awaitsLease()) this.lostFirst.clear()
+    this.leaseAnswered()
     return msg
+  }
+
+  /** A lease request was answered: with none left in flight, no kept lease_lost can match a grant. */
+  leaseAnswered() {
+    if (!this.awaitsLease()) this.lostFirst.clear()
   }
 
   /** going_away: no new work here; leases end at the drain deadline; new work goes to a new connection. */

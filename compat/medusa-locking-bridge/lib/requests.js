@@ -58,10 +58,12 @@ class Requests {
       if (!link) return this.again(entry, batch)
       const lease = new Lease(link, result.lease, result.owner, entry.keys, result.lost_message, result)
       link.addLease(lease, entry.sentAt, result.valid_ms, result.waited_ms)
-      if (link.takeLostFirst(lease.id)) return this.givenBack(entry, lease, "lost")
+      // valid_ms 0: the bridge found the lease lost before its grant was written.
+      if (link.takeLostFirst(lease.id) || !(result.valid_ms > 0)) return this.givenBack(entry, lease, "lost")
       if (performance.now() >= link.deadlines.deadlineOf(lease)) return this.givenBack(entry, lease, "late")
       return client.finish(entry, null, lease)
     }
+    if (entry.op === "lease") link?.leaseAnswered()
     const code = reply.error?.code
     if (code === "shutting_down" && (entry.op === "acquire" || entry.op === "lease")) {
       link?.stopTakingWork()

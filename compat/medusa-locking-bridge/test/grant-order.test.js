@@ -114,3 +114,23 @@ test("a grant after a long wait counts valid_ms from the end of the wait", async
     await bridge.close()
   }
 })
+
+test("a grant with valid_ms 0 (lost before it was written) is given back and the job runs on the next one", async () => {
+  const bridge = await scriptedBridge((ws, req, n, state) => {
+    const valid = n === 1 ? 0 : 60000
+    if (n > 1) state.valid[`L${n}`] = valid
+    ws.send(JSON.stringify({ id: req.id, ok: true, result: { lease: `L${n}`, owner: "execute:x", valid_ms: valid, waited_ms: 0, fencing_token: n } }))
+    if (n === 1) ws.send(lost("L1"))
+  })
+  const locks = createBridgeLockingProvider({ url: bridge.url })
+  try {
+    const tokens = []
+    await locks.execute("k", async (signal, fencing) => tokens.push(fencing.fencingToken), { timeout: 5 })
+    assert.deepEqual(tokens, [2])
+    await waitFor("the lost lease's acknowledgement", () => bridge.released.includes("L1"))
+    assert.equal(locks.client_.current.lostFirst.size, 0, "the late lease_lost of the given-back lease is not kept")
+  } finally {
+    await locks.close()
+    await bridge.close()
+  }
+})
