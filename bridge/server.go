@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/redisconn"
 )
 
 // HTTP deadlines and limits.
@@ -225,6 +226,13 @@ func (s *Server) serveReady(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ok")
+	// Ready all the same, but say it: a policy that can evict held locks (an unreadable one,
+	// where INFO is refused, says nothing).
+	if policy, err := redisconn.EvictionPolicy(ctx, s.cfg.Client); err == nil {
+		if warning := redisconn.EvictionWarning(policy); warning != "" {
+			fmt.Fprintln(w, "warning: "+warning)
+		}
+	}
 }
 
 // serveWS checks the token, the origin and the subprotocol before upgrading, so that a refused

@@ -22,6 +22,7 @@ import (
 
 	"github.com/locktui/locktui/bridge"
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/redisconn"
 )
 
 // Defect: on SIGTERM the bridge deleted the leases' keys and only then closed the connections,
@@ -152,8 +153,14 @@ func TestHealthReadinessAndRedisErrors(t *testing.T) {
 	body, status := h.get("/healthz")
 	require.Equal(t, http.StatusOK, status)
 	require.Equal(t, "ok\n", body)
-	_, status = h.get("/readyz")
+	body, status = h.get("/readyz")
 	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "ok\n", body)
+	// A policy that can evict held locks is said, the bridge still ready.
+	require.NoError(t, h.rdb.ConfigSet(context.Background(), "maxmemory-policy", "volatile-lru").Err())
+	body, status = h.get("/readyz")
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "ok\nwarning: "+redisconn.EvictionWarning("volatile-lru")+"\n", body)
 
 	h.redis.Stop()
 	body, status = h.get("/readyz")

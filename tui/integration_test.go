@@ -352,7 +352,7 @@ func TestIntegrationReadOnlySendsOnlyReads(t *testing.T) {
 	c.press("x")
 	c.quit()
 
-	allowed := map[string]bool{"scan": true, "get": true, "pttl": true, "ping": true, "info server": true,
+	allowed := map[string]bool{"scan": true, "get": true, "pttl": true, "ping": true, "info server": true, "info memory": true,
 		"config get": true, "dbsize": true, "hello": true, "client setinfo": true, "hgetall": true}
 	names := rec.names()
 	require.NotEmpty(t, names)
@@ -412,4 +412,13 @@ func TestIntegrationEventsGiveContention(t *testing.T) {
 	require.NoError(t, client.Publish(ctx, events.ChannelFor("medusa_lock:"), ev).Err())
 	c.await("1 cart:9", "holder")
 	c.quit()
+}
+
+// A server whose maxmemory-policy can evict held locks gets a badge beside the views.
+func TestIntegrationShowsAnEvictingPolicy(t *testing.T) {
+	srv := redistest.StartWith(t, redistest.Config{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
+	client := srv.Client(t)
+	require.NoError(t, client.Set(t.Context(), "medusa_lock:cart:1", "owner-a", time.Minute).Err())
+	c := startConsole(t, Config{Client: client, URL: srv.URL})
+	c.await("cart:1", "EVICTS LOCKS: allkeys-lru")
 }

@@ -84,6 +84,9 @@ type model struct {
 	// lookup is the exact-key read of the current filter.
 	lookup lookup
 
+	// evicts is the server's maxmemory-policy when it can evict held locks ("" otherwise).
+	evicts string
+
 	// sampler is the sampling run the operator started, sampleRun its ID (Watcher.Sample).
 	sampler   *source.Sampler
 	sampleRun int
@@ -128,7 +131,7 @@ func (m *model) Init() tea.Cmd {
 		ch := m.cfg.Events.C()
 		m.rt.goroutine(func(ctx context.Context) { m.hub.Forward(ctx, ch) })
 	}
-	return tea.Batch(tea.RequestBackgroundColor, m.waitView(), m.waitUpdate())
+	return tea.Batch(tea.RequestBackgroundColor, m.waitView(), m.waitUpdate(), m.readEviction())
 }
 
 // Update handles one message.
@@ -142,6 +145,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tea.KeyPressMsg:
 		return m, m.handleKey(msg)
+	case evictionMsg:
+		m.evicts = msg.policy
+		return m, nil
 	case viewMsg:
 		m.setView(msg.view)
 		return m, tea.Batch(m.waitView(), m.startTicking())

@@ -71,6 +71,10 @@ func (m *model) tabs() string {
 	}
 	left := strings.Join(parts, "  ")
 	var right []string
+	if m.evicts != "" {
+		// The server may evict held locks (redisconn.EvictionWarning): say it where the eye goes.
+		right = append(right, st.Stale.Render(" EVICTS LOCKS: "+m.evicts+" "))
+	}
 	if m.cfg.ReadOnly {
 		right = append(right, st.Badge.Render(" RO "))
 	}

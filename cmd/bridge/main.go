@@ -123,6 +123,8 @@ func run(ctx context.Context, stopSignals func(), args []string, stdout, stderr 
 	pingCtx, cancelPing := context.WithTimeout(ctx, startupPingTimeout)
 	if err := client.Ping(pingCtx).Err(); err != nil && ctx.Err() == nil {
 		log.Warn("Redis does not answer yet; /readyz reports 503 until it does", "error", err)
+	} else if policy, err := redisconn.EvictionPolicy(pingCtx, client); err == nil && redisconn.EvictionWarning(policy) != "" {
+		log.Warn(redisconn.EvictionWarning(policy), "maxmemory_policy", policy)
 	}
 	cancelPing()
 

@@ -325,3 +325,20 @@ func TestListeningLineNeverShowsAPassword(t *testing.T) {
 	}
 	require.Equal(t, 1, listening, log)
 }
+
+// A Redis whose maxmemory-policy can evict held locks is said at start, in one line.
+func TestStartWarnsOfAnEvictingPolicy(t *testing.T) {
+	srv := redistest.StartWith(t, redistest.Config{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	status := make(chan int, 1)
+	go func() {
+		status <- run(ctx, func() {}, []string{"--insecure", "--listen", "127.0.0.1:0", "--events=false", "--redis", srv.URL},
+			&stdout, &stderr, func(string) string { return "" })
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "maxmemory-policy is allkeys-lru") },
+		wait, tick, "no warning about the policy in: %s", stderr.String())
+	cancel()
+	require.Equal(t, exitOK, <-status, "log: %s", stderr.String())
+}

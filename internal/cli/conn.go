@@ -83,6 +83,21 @@ func (s *session) connect(ctx context.Context, o *options, observers ...provider
 	return c, err
 }
 
+// evictionReadTimeout bounds the read of the server's maxmemory-policy.
+const evictionReadTimeout = time.Second
+
+// warnEviction warns, for a command that takes locks, when the server's maxmemory-policy can
+// evict them (redisconn.EvictionWarning); a policy that cannot be read says nothing.
+func (s *session) warnEviction(ctx context.Context, c *conn) {
+	ctx, cancel := context.WithTimeout(ctx, evictionReadTimeout)
+	defer cancel()
+	if policy, err := redisconn.EvictionPolicy(ctx, c.client); err == nil {
+		if warning := redisconn.EvictionWarning(policy); warning != "" {
+			s.warnf("%s", warning)
+		}
+	}
+}
+
 // connectWaiting is connect for a command that then waits up to timeout for its keys (flag
 // names it: --timeout, --wait): it retries a Redis that cannot be reached within that timeout,
 // counted from its first ping, and the provider's wait rides out what comes after. It returns

@@ -54,6 +54,7 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(err)
 	}
 	defer c.Close()
+	s.warnEviction(ctx, c)
 
 	// Without --expire (or with --expire 0) the lock never expires, as stock's acquire.
 	opts := provider.AcquireOptions{Owner: o.owner, Expire: provider.StockAcquireExpire(o.expire)}

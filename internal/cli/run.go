@@ -73,6 +73,7 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		return s.fail(err)
 	}
 	defer c.Close()
+	s.warnEviction(ctx, c)
 	sigs, unsubscribe := s.subscribe()
 	defer unsubscribe()
 
