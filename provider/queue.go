@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"time"
 
@@ -424,9 +425,12 @@ func (q *queue) fail(err error) error {
 
 // cutShort is the error for a wait whose round trip on key ended with err because ctx ended:
 // when err says that Redis could not be reached for a reason of its own (a connection that
-// ended, not one that ctx cut), that is the last word on Redis, else the round trip before.
+// ended, not one that ctx cut), that is the last word on Redis, else the round trip before. A
+// network timeout is ctx's: go-redis sets its connections' deadlines from ctx's.
 func (q *queue) cutShort(key string, err error) error {
-	if IsUnreachable(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+	var ne net.Error
+	if IsUnreachable(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		!(errors.As(err, &ne) && ne.Timeout()) {
 		q.down = err
 	}
 	return q.ended(key)

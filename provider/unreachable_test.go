@@ -363,3 +363,24 @@ func TestAWaitRidesOutAReadOnlyReplicaUntilItIsPromoted(t *testing.T) {
 	require.NoError(t, <-done)
 	e.requireOwner("a", "me")
 }
+
+// Defect (a fresh clone's make test, e2e TestBridgeAndStockExcludeEachOther): a wait whose own
+// timeout cut its last attempt in the middle (go-redis's read deadline is the context's) said
+// that Redis could not be reached, and locktui run exited 1 instead of the conflict's code. A
+// round trip that the wait's end cut says nothing about Redis.
+func TestAWaitCutByItsTimeoutDoesNotSayRedisWasUnreachable(t *testing.T) {
+	px := faultproxy.StartT(t, shared.Addr)
+	// As redisconn.Open makes every client: the context's deadline is the connection's.
+	client := redis.NewClient(&redis.Options{Addr: px.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	e := newEnv(t, nil)
+	e.p = provider.New(client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
+	warmUpLease(t, e.p) // the run_id is read: the lease's first round trip is its attempt
+	e.set("k", "holder", 0)
+	px.Delay(faultproxy.Downstream, 1500*time.Millisecond) // every reply comes after the timeout
+	_, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Timeout: time.Second})
+	px.Restore(faultproxy.Downstream)
+	require.ErrorIs(t, err, provider.ErrTimedOut)
+	var down *provider.UnreachableError
+	require.False(t, errors.As(err, &down), "the round trip the timeout cut is not an unreachable Redis: %v", err)
+}
