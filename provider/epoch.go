@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/redisconn"
 )
 
 // epochProbe is how often a Provider holding leases reads the run_id of its Redis servers.
@@ -192,16 +194,7 @@ func runIDs(ctx context.Context, client redis.UniversalClient) (map[string]strin
 
 // runID reads one server's run_id from INFO server.
 func runID(ctx context.Context, c redis.Cmdable) (string, error) {
-	info, err := c.Info(ctx, "server").Result()
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.Lines(info) {
-		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-			return id, nil
-		}
-	}
-	return "", fmt.Errorf("redis: INFO server has no run_id")
+	return redisconn.InfoField(ctx, c, "server", "run_id")
 }
 
 func describeIDs(ids map[string]string) string {

@@ -35,18 +35,23 @@ func EvictionPolicy(ctx context.Context, c redis.UniversalClient) (string, error
 	return policy, err
 }
 
-// policyOf reads one server's maxmemory_policy line.
+// policyOf reads one server's maxmemory_policy.
 func policyOf(ctx context.Context, c redis.Cmdable) (string, error) {
-	info, err := c.Info(ctx, "memory").Result()
+	return InfoField(ctx, c, "memory", "maxmemory_policy")
+}
+
+// InfoField reads one field of one INFO section of the server c talks to.
+func InfoField(ctx context.Context, c redis.Cmdable, section, field string) (string, error) {
+	info, err := c.Info(ctx, section).Result()
 	if err != nil {
 		return "", err
 	}
 	for line := range strings.Lines(info) {
-		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok {
-			return p, nil
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v, nil
 		}
 	}
-	return "", fmt.Errorf("redis: INFO memory has no maxmemory_policy")
+	return "", fmt.Errorf("redis: INFO %s has no %s", section, field)
 }
 
 // EvictionWarning is the one line every part says about a policy that can evict held locks
