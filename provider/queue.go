@@ -153,7 +153,7 @@ func (q *queue) giveBackAfter() error {
 	switch {
 	case err == nil:
 		return nil
-	case IsUnreachable(err) && q.ctx.Err() == nil:
+	case IsUnreachable(err) && !q.over():
 		q.h.touch(after...)
 		q.down = err
 		return nil
@@ -212,7 +212,7 @@ func (q *queue) waitFor(key string) error {
 		if q.down != nil {
 			// Until Redis answers, a PING stands in for the attempt: the wait may end in the
 			// middle of either, and a PING cut short leaves no attempt of unknown outcome.
-			if err := q.p.client.Ping(q.ctx).Err(); q.ctx.Err() != nil {
+			if err := q.p.client.Ping(q.ctx).Err(); q.over() {
 				return q.cutShort(key, err)
 			} else if IsUnreachable(err) {
 				q.down = err
@@ -288,7 +288,7 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 		// unreachable Redis the same way, with nothing to undo.
 		if err := q.p.epochs.learn(q.ctx); err != nil {
 			switch {
-			case q.ctx.Err() != nil:
+			case q.over():
 				return nil, time.Now(), q.cutShort(batch[0], err)
 			case IsUnreachable(err):
 				q.down = err
@@ -310,7 +310,7 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 		if errs[j] == nil {
 			continue
 		}
-		if err != nil && q.ctx.Err() != nil {
+		if err != nil && q.over() {
 			return nil, sent, q.cutShort(key, errs[j]) // the attempt was cut short by the end of the wait
 		}
 		if IsUnreachable(errs[j]) {
@@ -393,7 +393,7 @@ func (q *queue) extend(n int) (lost bool, err error) {
 		if errs[i] == nil || isWrongType(errs[i]) {
 			continue
 		}
-		if err != nil && q.ctx.Err() != nil {
+		if err != nil && q.over() {
 			return false, q.cutShort(key, errs[i])
 		}
 		if IsUnreachable(errs[i]) {
@@ -423,11 +423,23 @@ func (q *queue) fail(err error) error {
 	return q.h.failed(q.p.putBack(q.ctx, q.h), err)
 }
 
+// over reports whether the wait's ctx has ended, its deadline counting as passed the moment
+// the clock says so: a connection whose deadline is the ctx's (redisconn's clients) can fail
+// before the ctx's own timer has ended it, and that failure is the wait's end, not Redis's.
+func (q *queue) over() bool {
+	if q.ctx.Err() != nil {
+		return true
+	}
+	d, ok := q.ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
 // cutShort is the error for a wait whose round trip on key ended with err because ctx ended:
 // when err says that Redis could not be reached for a reason of its own (a connection that
 // ended, not one that ctx cut), that is the last word on Redis, else the round trip before. A
 // network timeout is ctx's: go-redis sets its connections' deadlines from ctx's.
 func (q *queue) cutShort(key string, err error) error {
+	<-q.ctx.Done() // over: if only its deadline has passed, its timer ends it at once
 	var ne net.Error
 	if IsUnreachable(err) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
 		!(errors.As(err, &ne) && ne.Timeout()) {
