@@ -89,11 +89,14 @@ const renewRetryMin = 100 * time.Millisecond
 // Keys are taken in sorted order; while it waits for one, the call holds the keys before it and
 // extends them every Expire/3. After a wait during which it held keys, every key is confirmed
 // to be the lease's and extended to the full Expire before the lease is returned; a key lost
-// meanwhile is waited for again within the timeout. Without a wait, taking the keys is one round trip.
+// meanwhile is waited for again within the timeout. Without a wait, taking the keys is one round
+// trip (and, for a Provider's first lease, one more before it: the server's run_id, see Lease).
+// A Redis that cannot be reached is ridden out within the timeout (docs/waiting.md).
 //
 // A grant whose reply comes back with less than SafetyMargin of the TTL left before the lease's
 // own deadline (a slow link: Redis may already have expired a key, or would before the holder
-// could start) is given back and the keys are tried again within the timeout.
+// could start), or after a wait during which the server changed (a failover), is given back and
+// the keys are tried again within the timeout.
 //
 // On failure everything the call did is undone as for a failed Acquire, claim-checked: also on
 // a key whose reply was lost. That give-back runs even after ctx ended, bounded to 5 s (after a
