@@ -8,8 +8,9 @@
 // to learn the outcome of the requests it had in flight.
 //
 // Structure, after gorilla/websocket's chat example: every connection has one reader goroutine
-// (readPump), which decodes frames and starts one goroutine per request, bounded by the
-// connection's in-flight limit; and one writer goroutine (writePump), the only one that writes
+// (readPump), which decodes frames and hands each request to a goroutine of the connection's
+// pool (workers: an idle one, else a new one), bounded by the connection's in-flight limit; and
+// one writer goroutine (writePump), the only one that writes
 // to the socket: text frames, pongs and the close frame. The Server keeps the set of
 // connections (for the connection limits and the shutdown drain) and the sessions.
 //

@@ -1,7 +1,8 @@
 package provider_test
 
-// The cases of stock Medusa's own suites (reference spec §5), as Go tests against Redis. R7–R8,
-// R10–R13 and T1 are the fixed (post-2.21.2) behaviour this provider implements.
+// The cases of stock Medusa's own test suites for @medusajs/locking-redis 2.21.2, as Go tests
+// against Redis. R7–R8, R10–R13 and T1 are the fixed (post-2.21.2) behaviour this provider
+// implements.
 
 import (
 	"context"

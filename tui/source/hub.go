@@ -46,7 +46,8 @@ type input struct {
 // Hub is the one goroutine that owns the store: it applies observations and events, and after
 // changes rebuilds the View for the current query (filter and sort of every lock, off the UI
 // goroutine), at most every max(100 ms, 10 × the last build time) for new data, so building
-// never takes more than a tenth of a core, and at once for a new query. Views come out on Views, latest first: a slow reader only misses stale ones.
+// never takes more than a tenth of a core, and at once for a new query. Views come out through
+// Next, latest first: a slow reader only misses stale ones.
 type Hub struct {
 	in  chan input
 	out chan *store.View
@@ -112,9 +113,6 @@ func (h *Hub) SetQuery(q store.Query) {
 	default:
 	}
 }
-
-// Views returns the channel of built Views.
-func (h *Hub) Views() <-chan *store.View { return h.out }
 
 // Next waits for the next View or the end of ctx or of the hub.
 func (h *Hub) Next(ctx context.Context) (*store.View, bool) {
