@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -191,4 +192,19 @@ func (b *lockedBuffer) String() string {
 func virtualBudget() (*budget.Limiter, *budget.VirtualClock) {
 	l := budget.New(budget.Default)
 	return l, budget.UseVirtualClock(l)
+}
+
+// requireStillHeld requires that key is still owner's, with a TTL, in one read: checked the
+// moment a command that had to die before the key could expire is seen dead.
+func (e *env) requireStillHeld(t *testing.T, key, owner, stderr string) {
+	t.Helper()
+	var get *redis.StringCmd
+	var pttl *redis.DurationCmd
+	_, err := e.srv.Client(t).TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+		get, pttl = p.Get(context.Background(), "medusa_lock:"+key), p.PTTL(context.Background(), "medusa_lock:"+key)
+		return nil
+	})
+	require.NoError(t, err, "the key expired before the command died; stderr:\n%s", stderr)
+	require.Equal(t, owner, get.Val(), "the key is still the lease's when the command dies")
+	require.Positive(t, pttl.Val(), "the key still has a TTL when the command dies")
 }

@@ -274,15 +274,7 @@ func TestRunKillsTheCommandBeforeRedisCanExpireTheKeys(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatalf("the command still runs a minute after the link went silent; stderr:\n%s", stderr.String())
 	}
-	var get *redis.StringCmd
-	var pttl *redis.DurationCmd
-	_, err := e.srv.Client(t).TxPipelined(context.Background(), func(p redis.Pipeliner) error {
-		get, pttl = p.Get(context.Background(), "medusa_lock:k"), p.PTTL(context.Background(), "medusa_lock:k")
-		return nil
-	})
-	require.NoError(t, err, "the key expired before the command died; stderr:\n%s", stderr.String())
-	require.Equal(t, owner, get.Val(), "the key is still the lease's when the command dies")
-	require.Positive(t, pttl.Val(), "the key still has a TTL when the command dies")
+	e.requireStillHeld(t, "k", owner, stderr.String())
 
 	px.Restore(faultproxy.Upstream)
 	px.Restore(faultproxy.Downstream)

@@ -1,12 +1,10 @@
 package cli_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/cli"
@@ -62,15 +60,7 @@ func TestRunStopsTheCommandWhenItsStderrIsNotRead(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the command still runs a minute after the link went silent")
 	}
-	var get *redis.StringCmd
-	var pttl *redis.DurationCmd
-	_, err := e.srv.Client(t).TxPipelined(context.Background(), func(p redis.Pipeliner) error {
-		get, pttl = p.Get(context.Background(), "medusa_lock:k"), p.PTTL(context.Background(), "medusa_lock:k")
-		return nil
-	})
-	require.NoError(t, err, "the key expired before the command died")
-	require.Equal(t, owner, get.Val(), "the key is still the lease's when the command dies")
-	require.Positive(t, pttl.Val(), "the key still has a TTL when the command dies")
+	e.requireStillHeld(t, "k", owner, "")
 
 	px.Restore(faultproxy.Upstream)
 	px.Restore(faultproxy.Downstream)
