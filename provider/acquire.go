@@ -140,17 +140,20 @@ const (
 // acquireBatch runs acquire.lua over keys in a single pipeline (see evalBatch). join is set for
 // the attempts of a waiting call: with Options.FairQueue the call respects the keys' queues and,
 // with join, joins the queue of the first key with its claim as ticket if it cannot take it (see
-// queue.go); and only a waiting call leaves a free key to others in their turn (share.go): a
-// try-once acquisition takes a free key, as stock's does; a waiting call's attempt that does not
-// take a key marks a waiter on it (waitMarkTTL), so that its release is announced. A resend by go-redis is harmless: its
-// second run re-enters what the first took, under the same claim, which a give-back undoes in
-// turn (a ticket is refreshed, not added twice), and gets the same fencing token; for the
-// anonymous owner "*", which never re-enters, the second run finds the key held and the call
-// waits until its timeout gives the key back. The token of every key taken is noted in h.
+// queue.go); and only a waiting call leaves a free key to others in their turn (share.go: on
+// keys this Provider found held lately, the only ones whose share record it reads): a try-once
+// acquisition takes a free key, as stock's does; a waiting call's attempt that does not take a
+// key marks a waiter on it (waitMarkTTL), so that its release is announced. A resend by
+// go-redis is harmless: its second run re-enters what the first took, under the same claim,
+// which a give-back undoes in turn (a ticket is refreshed, not added twice), and gets the same
+// fencing token; for the anonymous owner "*", which never re-enters, the second run finds the
+// key held and the call waits until its timeout gives the key back. The token of every key
+// taken is noted in h.
 func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings, ttl int64, join bool) ([]int64, []error, error) {
 	ticketTTL := p.opts.QueueTicketTTL.Milliseconds()
 	markTTL := strconv.FormatInt(p.waitMarkTTL().Milliseconds(), 10)
-	who := h.holder.args()
+	who := h.holder.arg()
+	now := time.Now()
 	grants, errs, err := evalBatch(ctx, p, acquireScript, keys, mayResend, func(i int) []any {
 		mode := queueIgnore
 		switch {
@@ -164,12 +167,20 @@ func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings,
 		if join {
 			waiting = markTTL
 		}
-		return append([]any{h.owner, ttl, h.claim, mode, ticketTTL, waiting}, who...)
+		turns := ""
+		if p.contended.recent(keys[i], now) {
+			turns = "1"
+		}
+		return []any{h.owner, ttl, h.claim, mode, ticketTTL, waiting, who, turns}
 	}, parseGrant)
 	status := make([]int64, len(keys))
 	for i, g := range grants {
 		status[i] = g.status
-		if errs[i] == nil && !isHeld(g.status) {
+		switch {
+		case errs[i] != nil:
+		case isHeld(g.status):
+			p.contended.note(keys[i], now)
+		default:
 			h.tokens[keys[i]] = g.token
 		}
 	}

@@ -109,7 +109,7 @@ func benchServer(b *testing.B) (url string, stats *redis.Client) {
 
 // commandCalls returns, from INFO commandstats, the commands clients sent (EVAL, EVALSHA and
 // the rest) and every command the server ran, those the scripts called included.
-func commandCalls(b *testing.B, c *redis.Client) (sent, all int64) {
+func commandCalls(b testing.TB, c *redis.Client) (sent, all int64) {
 	b.Helper()
 	info, err := c.Info(b.Context(), "commandstats").Result()
 	if err != nil {

@@ -69,7 +69,7 @@ func TestFailedQueuedAcquirePutsBackWhatItReentered(t *testing.T) {
 	require.ErrorIs(t, err, provider.ErrNotAcquired)
 	e.requireOwner("a", "o")
 	require.InDelta(t, 100, e.ttl("a"), 1, "the TTL the owner had")
-	n, err := e.rdb.Exists(ctx(t), holderKey(e.key("a"))).Result()
+	n, err := e.rdb.Exists(ctx(t), provider.RecordKey(e.key("a"))).Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "a lock set without a record gets no record back")
 }
@@ -169,9 +169,6 @@ func TestAcquireThatCannotBeUndoneReportsUnknownOutcome(t *testing.T) {
 	require.Error(t, err)
 	require.False(t, errors.Is(err, provider.ErrOutcomeUnknown), "a release that never reached Redis did not run: %v", err)
 }
-
-// holderKey is the holder record of lock key rk without a hash tag (see recordKey).
-func holderKey(rk string) string { return "locktui:{" + rk + "}:holder" }
 
 // Defect: an acquisition that never reached Redis (nothing listens) was reported as an unknown
 // outcome, as if its locks might be held, because its give-back could not reach Redis either.

@@ -34,7 +34,6 @@ func TestClusterOfThreeKeepsSideKeysInTheLocksSlot(t *testing.T) {
 	for _, key := range keys {
 		rk := ns + key
 		require.Equal(t, slot(rk), slot(provider.RecordKey(rk)), "record of %s", key)
-		require.Equal(t, slot(rk), slot(provider.FenceKey(rk)), "fence of %s", key)
 		queue, tickets := provider.QueueKeys(rk)
 		require.Equal(t, slot(rk), slot(queue), "queue of %s", key)
 		require.Equal(t, slot(rk), slot(tickets), "tickets of %s", key)

@@ -31,9 +31,9 @@
 //     an owner shared by several processes could delete a lock one of them took in between; the
 //     caller gets ErrOutcomeUnknown instead.
 //
-// Holder records: beside every lock it takes, the provider keeps a small hash outside the
-// namespace, in the lock's Cluster slot ("locktui:{<redis key>}:holder"), written by the same
-// script, expiring and deleted with the lock: the owner, the claim (the id of the acquisition
+// Holder records: beside every lock it takes, the provider keeps one small string outside the
+// namespace, in the lock's Cluster slot ("locktui:{<redis key>}:hold"), written by the same
+// script, expiring and deleted with the lock (docs/data-model.md has every key and its life): the owner, the claim (the id of the acquisition
 // call, AcquireOptions.Claim), the expiry that call left and, for a re-entry, what the lock was
 // before; and who holds it (Options.Holder: host, pid, program, client kind), since when in
 // Redis time, under which fencing token (Record, Lock.Record). A give-back undoes a call only
@@ -45,8 +45,9 @@
 // whose own expiry is not the lock's, as when a stock process took the key again under the same
 // owner: see docs/fencing.md, "an owner id shared with stock processes").
 //
-// Fencing tokens: every acquisition that takes a free key gets a token strictly greater than
-// every earlier one on that key (fence.go, docs/fencing.md): Lease.FencingToken,
+// Fencing tokens: every acquisition that takes a free key gets a token greater than every
+// earlier one on that key while the server's clock does not step back (fence.go,
+// docs/fencing.md): Lease.FencingToken,
 // FencingToken(ctx) in an Execute job, AcquireTokens.
 //
 // Deliberate differences from stock, at the Go API: a TTL that is not a whole number of seconds

@@ -35,9 +35,6 @@ var ScriptSHAs = map[string]string{"acquire": acquireScript.sha, "extend": exten
 	"release": releaseScript.sha, "giveback": givebackScript.sha, "claimed": claimedScript.sha,
 	"unlink": unlinkScript.sha}
 
-// FenceKey is the key of the fence of lock key rk (fence.go). For tests only.
-var FenceKey = fenceKey
-
 // RecordKey is the key of the holder record of lock key rk. For tests only.
 var RecordKey = recordKey
 
@@ -56,7 +53,7 @@ func QueuedCalls(p *Provider) int {
 // tests only.
 var QueueKeys = queueKeys
 
-// WaitersKey is the key of the waiter marker of lock key rk (scripts.go). For tests only.
+// WaitersKey is the key of the contention marker of lock key rk (scripts.go). For tests only.
 var WaitersKey = waitersKey
 
 // NoteServerChange makes p count one more server change, as a probe that found a new run_id

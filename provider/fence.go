@@ -8,28 +8,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
 // Fencing tokens (see docs/fencing.md). Every acquisition that takes a free lock gets a new token
-// from acquire.lua, in the same script run: the Redis server's time in microseconds, or one more
-// than the lock's last token when that is not below it. The last token is kept in the lock's
-// fence key (fenceKey) for fenceMemory after it was issued, beyond the lock's own life, so that
-// tokens on one key increase strictly across holds and across all our clients whatever the
-// server clock does while it is kept, and after it expired as long as the server clock never
-// ran backwards by more than fenceMemory. A re-entry by the lock's owner joins the hold and gets
-// its token, unless no record of ours describes the hold (a stock process took or renewed the
-// lock under the same owner: docs/fencing.md); it then starts a new hold with a new token.
-// Tokens stay below 2^53, exact as JavaScript numbers, until the year 2255.
-const fenceMemory = time.Hour
-
-// fenceConstants defines fenceMemory for the scripts, in front of lib.lua: in milliseconds, as
-// the decimal text that SET's PX takes (written once here, not by every script run).
-var fenceConstants = fmt.Sprintf("local FENCE_MEMORY = '%d'\n", fenceMemory.Milliseconds())
-
-// fenceKey is the key of the fence of lock key rk: outside every namespace and in rk's Cluster
-// slot, as recordKey.
-func fenceKey(rk string) string { return sideKey(rk, "fence") }
+// from acquire.lua, in the same script run: the Redis server's time in microseconds, kept in the
+// lock's holder record and gone with it. Tokens on one key increase strictly across holds as long
+// as the server's clock does not step back between two holds of the key (a hold and the next one
+// are at least one script run apart, more than a microsecond); nothing is kept beyond the lock's
+// life. A re-entry by the lock's owner joins the hold and gets its token, unless no record of ours
+// describes the hold (a stock process took or renewed the lock under the same owner:
+// docs/fencing.md); it then starts a new hold with a new token. Tokens stay below 2^53, exact as
+// JavaScript numbers, until the year 2255.
 
 // Client kinds in holder records.
 const (
@@ -93,8 +84,13 @@ func thisProcess() Holder {
 	return h
 }
 
-// args are h's arguments to acquire.lua (ARGV[6] to ARGV[9]).
-func (h Holder) args() []any { return []any{h.Host, strconv.Itoa(h.PID), h.Program, h.Client} }
+// arg is h as acquire.lua's ARGV[7] takes it: host, pid, program and client kind joined by NUL
+// bytes, in the order of recordFields; a NUL inside a field is written as U+FFFD, so that the
+// record's fields stay apart.
+func (h Holder) arg() string {
+	clean := func(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
+	return strings.Join([]string{clean(h.Host), strconv.Itoa(h.PID), clean(h.Program), clean(h.Client)}, "\x00")
+}
 
 // Record is the holder record of a lock taken by one of this project's clients: who holds it,
 // since when and under which fencing token. Locks taken by stock Medusa have none.
@@ -133,7 +129,7 @@ func (r *Record) String() string {
 	return fmt.Sprintf("%s, held since %s, fencing token %d", r.Holder, r.AcquiredAt.UTC().Format(time.RFC3339Nano), r.FencingToken)
 }
 
-// parseRecord reads a holder record's fields (HGETALL), for a lock held by owner: nil when
+// parseRecord reads a holder record's fields (recordFieldsOf), for a lock held by owner: nil when
 // there is none, or when it is another owner's (a stale record left by a stock release).
 func parseRecord(fields map[string]string, owner string) *Record {
 	if len(fields) == 0 || fields["owner"] != owner {

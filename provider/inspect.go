@@ -169,7 +169,7 @@ func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absen
 
 // ReadsPerKey is the number of commands Read and ScanWith send per key read: GET and PTTL of
 // the lock, PTTL of its holder record (to tell whether the record is the current hold's:
-// recordFollows) and HGETALL of the record.
+// recordFollows) and GET of the record.
 const ReadsPerKey = 4
 
 // queueReads queues the ReadsPerKey reads of each key on pipe (the two PTTLs one after the
@@ -180,13 +180,13 @@ func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []
 	gets := make([]*redis.StringCmd, len(keys))
 	ttls := make([]*redis.DurationCmd, len(keys))
 	recTTLs := make([]*redis.DurationCmd, len(keys))
-	recs := make([]*redis.MapStringStringCmd, len(keys))
+	recs := make([]*redis.StringCmd, len(keys))
 	for i, key := range keys {
 		rk := p.RedisKey(key)
 		gets[i] = pipe.Get(ctx, rk)
 		ttls[i] = pipe.PTTL(ctx, rk)
 		recTTLs[i] = pipe.PTTL(ctx, recordKey(rk))
-		recs[i] = pipe.HGetAll(ctx, recordKey(rk))
+		recs[i] = pipe.Get(ctx, recordKey(rk))
 	}
 	return func() (found []Lock, absent []string, _ error) {
 		found = make([]Lock, 0, len(keys))
@@ -216,10 +216,10 @@ func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []
 			default:
 				l.TTL = ttl
 			}
-			fields, err := recs[i].Result()
+			text, err := recs[i].Result()
 			recTTL, ttlErr := recTTLs[i].Result()
 			if err == nil && ttlErr == nil && !l.Foreign && recordFollows(lockMs, pttlMs(recTTL)) {
-				l.Record = parseRecord(fields, l.Owner)
+				l.Record = parseRecord(recordFieldsOf(text), l.Owner)
 			}
 			found = append(found, l)
 		}
@@ -241,8 +241,8 @@ func pttlMs(d time.Duration) int64 {
 
 // recordTTLTolerance is how far, in milliseconds, the PTTL of a holder record may be from its
 // lock's, both read in one pipeline, for the record to be the current hold's. Our scripts give
-// the record the lock's very expiry (PEXPIREAT to the lock's PEXPIRETIME: lib.lua, followLock),
-// so on Redis 7 and later the two differ only by the clock's ticks between the two PTTLs,
+// the record the lock's very expiry (the same TTL in the same script run, or PEXPIREAT to the
+// lock's PEXPIRETIME: lib.lua), so on Redis 7 and later the two differ only by the clock's ticks between the two PTTLs,
 // which Redis reads one after the other (0 or 1 ms, more only when the server stalls between
 // them); servers before Redis 7 compute the expiry from TIME and PTTL, one more millisecond.
 // Stock Medusa's SET NX EX and renewals give the lock an expiry of their own, a whole number
@@ -253,7 +253,7 @@ const recordTTLTolerance = 5
 // recordFollows reports whether a holder record whose key has PTTL recMs (ms; -1: no expiry,
 // -2: no record) describes the current hold of a lock with PTTL lockMs: whether it has the
 // lock's expiry. Every script of ours that sets a lock's expiry gives its record the same one
-// (followLock in lib.lua), and stock's writes (SET NX EX, renewals, DEL) never touch the
+// (lib.lua), and stock's writes (SET NX EX, renewals, DEL) never touch the
 // record: a record left by an earlier hold of ours, when a stock process took the key again
 // under the same owner id, keeps that hold's expiry, and a stock renewal of our hold moves the
 // lock's expiry away from the record's (until our next renewal brings it along). A lock

@@ -22,6 +22,8 @@ type Provider struct {
 	// wakeups are this Provider's calls waiting for a key, woken when the key is freed.
 	wakeups wakeups
 	fast    fastPollers // share.go
+	// contended are the keys this Provider's attempts found held lately (share.go).
+	contended contention
 	// listen is the one pub/sub connection that hears of keys freed by anyone.
 	listen listener
 	// epochs ends every lease when the Redis server restarts or fails over.

@@ -5,16 +5,42 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
+// recordFields are the fields of a holder record in the order they are stored, joined by NUL
+// bytes with the owner after the last (lib.lua says what each means). Defined here once; the
+// scripts get them in front of lib.lua (recordConstants).
+var recordFields = []string{"claim", "at", "since", "fence", "host", "pid", "prog", "kind", "re", "prev"}
+
+// recordConstants defines recordFields for the scripts, as RECORD_FIELDS.
+var recordConstants = "local RECORD_FIELDS = {'" + strings.Join(recordFields, "', '") + "'}\n"
+
+// recordFieldsOf splits the text of a holder record into its fields, the empty ones left out and
+// the owner as "owner"; nil when text is not a record.
+func recordFieldsOf(text string) map[string]string {
+	parts := strings.SplitN(text, "\x00", len(recordFields)+1)
+	if len(parts) != len(recordFields)+1 {
+		return nil
+	}
+	fields := make(map[string]string, len(parts))
+	for i, name := range recordFields {
+		if parts[i] != "" {
+			fields[name] = parts[i]
+		}
+	}
+	fields["owner"] = parts[len(recordFields)]
+	return fields
+}
+
 // HolderRecord is the holder record the provider keeps beside a lock it took (see the package
 // documentation): who took the lock, with which acquisition call, and the expiry that call left.
 // Locks taken by stock Medusa have none.
 type HolderRecord struct {
-	// Key is the record's Redis key ("locktui:{<lock's redis key>}:holder").
+	// Key is the record's Redis key ("locktui:{<lock's redis key>}:hold").
 	Key string
 	// Owner is the owner the writing call took the lock for.
 	Owner string
@@ -45,16 +71,19 @@ func (p *Provider) HolderRecord(ctx context.Context, key string) (rec HolderReco
 	rk := p.RedisKey(key)
 	rec.Key = recordKey(rk)
 	pipe := p.client.Pipeline()
-	fields := pipe.HGetAll(ctx, rec.Key)
+	text := pipe.Get(ctx, rec.Key)
 	owner := pipe.Get(ctx, rk)
 	lockTTL := pipe.PTTL(ctx, rk)
 	recTTL := pipe.PTTL(ctx, rec.Key)
 	_, _ = pipe.Exec(ctx)
-	rec.Fields, err = fields.Result()
-	if err != nil {
+	stored, err := text.Result()
+	switch {
+	case errors.Is(err, redis.Nil), err != nil && redis.HasErrorPrefix(err, "WRONGTYPE"):
+		return HolderRecord{}, false, nil // none, or not one (an older version's hash)
+	case err != nil:
 		return HolderRecord{}, false, fmt.Errorf("read the holder record of %q: %w", key, err)
 	}
-	if len(rec.Fields) == 0 {
+	if rec.Fields = recordFieldsOf(stored); rec.Fields == nil {
 		return HolderRecord{}, false, nil
 	}
 	rec.Owner, rec.Claim, rec.Reentered = rec.Fields["owner"], rec.Fields["claim"], rec.Fields["re"] == "1"

@@ -16,7 +16,7 @@ func TestHolderRecordDescribesTheLock(t *testing.T) {
 	rec, ok, err := e.p.HolderRecord(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, "locktui:{"+e.key("k")+"}:holder", rec.Key)
+	require.Equal(t, "locktui:{"+e.key("k")+"}:hold", rec.Key)
 	require.Equal(t, "o", rec.Owner)
 	require.Equal(t, "claim-1", rec.Claim)
 	require.False(t, rec.Reentered)

@@ -54,17 +54,17 @@ const (
 )
 
 // script is one Lua script of scripts/, with lib.lua in front. Every script runs on one lock
-// key, its holder record, its wait queue, the queue's tickets, its share record, its fence and
-// its waiter marker (KEYS[1] to KEYS[7], all in the lock's slot), so it is atomic and slot-safe
-// on a Cluster. Its last argument is the wake-up channel (FreeChannel), on which the scripts
-// that free a lock announce it while a waiter is marked.
+// key, its holder record, its fair queue and the queue's tickets, its share record and its
+// contention marker (KEYS[1] to KEYS[6], all in the lock's slot), so it is atomic and slot-safe
+// on a Cluster (docs/data-model.md). Its last argument is the wake-up channel (FreeChannel), on
+// which the scripts that free a lock announce it while someone contends.
 type script struct {
 	src string
 	sha string
 }
 
 // scriptPrelude defines, in front of lib.lua, the constants the scripts share with Go.
-var scriptPrelude = shareConstants + fenceConstants
+var scriptPrelude = shareConstants + recordConstants
 
 func newScript(body string) *script {
 	src := scriptPrelude + libFor(body) + body
@@ -120,8 +120,8 @@ func (s *script) cmd(ctx context.Context, rk string, full bool, args []any, chan
 		name, body = "eval", s.src
 	}
 	q, t := queueKeys(rk)
-	all := make([]any, 0, 10+len(args)+1)
-	all = append(all, name, body, 7, rk, recordKey(rk), q, t, shareKey(rk), fenceKey(rk), waitersKey(rk))
+	all := make([]any, 0, 9+len(args)+1)
+	all = append(all, name, body, 6, rk, recordKey(rk), q, t, shareKey(rk), waitersKey(rk))
 	all = append(all, args...)
 	return redis.NewCmd(ctx, append(all, channel)...)
 }
@@ -132,9 +132,10 @@ func queueKeys(rk string) (queue, tickets string) {
 	return sideKey(rk, "queue"), sideKey(rk, "tickets")
 }
 
-// waitersKey is the key of the waiter marker of lock key rk: it exists while a waiting call of
-// ours may sleep between attempts on the lock, and only then do the scripts that free the lock
-// announce it (see waitMarkTTL). Outside every namespace and in rk's Cluster slot, as recordKey.
+// waitersKey is the key of the contention marker of lock key rk: it exists while a waiting call
+// of ours may sleep between attempts on the lock (see waitMarkTTL) or a share record lives, and
+// only then do the scripts that free the lock announce it. Outside every namespace and in rk's
+// Cluster slot, as recordKey.
 func waitersKey(rk string) string { return sideKey(rk, "waiting") }
 
 // FreeChannel is the pub/sub channel on which this project's scripts announce that they freed
@@ -145,8 +146,9 @@ func FreeChannel(namespace string) string { return "locktui:free:" + namespace }
 // recordKey is the key of the holder record of lock key rk: outside every namespace (under
 // "locktui:"), and in rk's Cluster slot. A hash tag in rk is kept as the record's own; without
 // one, rk itself is the tag. (A key that contains "}" but no hash tag cannot have a record in its
-// slot: on a Cluster its scripts fail with CROSSSLOT.)
-func recordKey(rk string) string { return sideKey(rk, "holder") }
+// slot: on a Cluster its scripts fail with CROSSSLOT.) The name changed when the record became a
+// string (a hash under ":holder" before), so that older clients never read one they cannot parse.
+func recordKey(rk string) string { return sideKey(rk, "hold") }
 
 // sideKey is the key of the side record kind of lock key rk: "locktui:{<rk>}:<kind>", or, when
 // rk has a hash tag, "locktui:{<tag>}:<kind>:<rk>", so it is outside every namespace and in rk's

@@ -83,3 +83,45 @@ func (f *fastPollers) drop(key string, q *queue) {
 // shareKey is the key of the share record of lock key rk: outside every namespace and in rk's
 // Cluster slot, as recordKey.
 func shareKey(rk string) string { return sideKey(rk, "share") }
+
+// contentionKeys is the most keys a contention remembers.
+const contentionKeys = 4096
+
+// contention remembers the keys a Provider's attempts found held within shareMemory. Only
+// attempts on those keys read the share record (acquire.lua's ARGV[8]): stock's turns, and our
+// runs, are kept where contention was seen, and the uncontended path reads nothing beside the
+// lock. A Provider that has never seen a key held takes it when it is free, as a try-once
+// acquisition does, also in another's turn. The zero value is ready to use.
+type contention struct {
+	mu   sync.Mutex
+	seen map[string]time.Time // key (without namespace) → when an attempt last found it held
+}
+
+// note remembers that an attempt found key held at now. When contentionKeys keys are
+// remembered, the stale ones are forgotten, and all of them if none is.
+func (c *contention) note(key string, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]time.Time{}
+	}
+	if _, ok := c.seen[key]; !ok && len(c.seen) >= contentionKeys {
+		for k, at := range c.seen {
+			if now.Sub(at) >= shareMemory {
+				delete(c.seen, k)
+			}
+		}
+		if len(c.seen) >= contentionKeys {
+			clear(c.seen)
+		}
+	}
+	c.seen[key] = now
+}
+
+// recent tells whether an attempt found key held within shareMemory before now.
+func (c *contention) recent(key string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.seen[key]
+	return ok && now.Sub(at) < shareMemory
+}

@@ -18,6 +18,16 @@ func (e *env) shareRecord(k string) map[string]string {
 	return rec
 }
 
+// seeContention makes e.p find k held once (by a process that writes no holder record), so that
+// its attempts on k read the share record for the next shareMemory; k is free again after it.
+func (e *env) seeContention(k string) {
+	e.t.Helper()
+	e.set(k, "stock-owner", time.Minute)
+	err := e.p.Acquire(ctx(e.t), []string{k}, provider.AcquireOptions{Owner: "probe"})
+	require.ErrorIs(e.t, err, provider.ErrNotAcquired)
+	require.NoError(e.t, e.rdb.Del(ctx(e.t), e.key(k)).Err())
+}
+
 // Among our own clients nothing is shared: no share record is ever written, and a released
 // lock is free for the next of ours at once.
 func TestNoShareRecordWithoutForeignHolders(t *testing.T) {
@@ -89,6 +99,7 @@ func TestForeignContenderGetsATurnAfterOurRun(t *testing.T) {
 func TestWaiterTakesAnUnusedTurnWhenItEnds(t *testing.T) {
 	obs, waits := waitingOn()
 	e := newEnv(t, &provider.Options{Observer: obs, DefaultRetryInterval: time.Minute, MaximumRetryInterval: time.Minute})
+	e.seeContention("k")
 	require.NoError(t, e.rdb.HSet(ctx(t), provider.ShareKey(e.key("k")), "seen", 1,
 		"yield", time.Now().Add(100*time.Millisecond).UnixMilli()).Err())
 	done := make(chan error, 1)

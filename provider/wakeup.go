@@ -66,8 +66,8 @@ func (w *wakeups) unhold(keys []string, freed []bool) {
 	}
 }
 
-// waitMarkTTL is the life of the waiter marker that a waiting call's attempt sets on a key it
-// did not take (lib.lua, markWaiting): the scripts that free a key announce it on FreeChannel
+// waitMarkTTL is the life of the contention marker that a waiting call's attempt sets on a key
+// it did not take (lib.lua, markWaiting): the scripts that free a key announce it on FreeChannel
 // only while the marker lives, so a release nobody waits for costs no PUBLISH. Each attempt
 // leaves the marker at least half of this to live, and the next attempt follows within
 // MaximumRetryInterval (the longest backoff sleep) plus its round trip, so a sleeping waiter is

@@ -22,7 +22,6 @@ var readCommands = map[string]bool{
 	"hello": true, "auth": true, "select": true, "readonly": true, "command": true,
 	"subscribe": true, "psubscribe": true, "unsubscribe": true, "punsubscribe": true,
 	"ssubscribe": true, "sunsubscribe": true, "quit": true, "time": true,
-	"hgetall": true, // holder records
 }
 
 // IsReadCommand reports whether a read-only console may send cmd.

@@ -52,7 +52,7 @@ func TestGetALockWithItsHolderRecord(t *testing.T) {
 	require.Empty(t, r.stderr)
 	for _, want := range []string{
 		"key:        cart:1\n", "redis key:  medusa_lock:cart:1\n", "type:       string (a lock)\n",
-		"owner:      \"worker 1\"\n", "record:     locktui:{medusa_lock:cart:1}:holder\n",
+		"owner:      \"worker 1\"\n", "record:     locktui:{medusa_lock:cart:1}:hold\n",
 		"  owner:    \"worker 1\"\n", "  re-entry: no\n", "  current:  yes\n",
 	} {
 		require.Contains(t, r.stdout, want)

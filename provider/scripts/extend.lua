@@ -5,8 +5,13 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
-if redis.call('HGET', KEYS[2], 'claim') == ARGV[3] then
-  redis.call('HSET', KEYS[2], 'at', expireAt(KEYS[1]))
+local rec = readRecord()
+if rec then
+  local at = expireAt(KEYS[1])
+  if rec.claim == ARGV[3] then
+    rec.at = decimal(at)
+    redis.call('SET', KEYS[2], joinRecord(rec))
+  end
+  expireRecordAt(at)
 end
-followLock()
 return 1

@@ -22,7 +22,7 @@ local function undo()
       if rec.re then
         return result -- a re-entry whose earlier state was not kept: the owner keeps the lock
       end
-      redis.call('DEL', KEYS[1], KEYS[2])
+      freeLock('DEL')
       return 1
     end
     local prev = cjson.decode(rec.prev)
@@ -30,20 +30,13 @@ local function undo()
     if at < 0 then
       redis.call('PERSIST', KEYS[1])
     else
-      local t = redis.call('TIME')
-      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      redis.call('PEXPIREAT', KEYS[1], math.max(at, now + 1))
+      redis.call('PEXPIREAT', KEYS[1], decimal(math.max(at, nowMs() + 1)))
     end
-    writeRecord(prev.rec or {})
-    if prev.rec and prev.recAt then
-      -- The record's own expiry, which is the lock's unless the re-entry did not join it (see
-      -- acquire.lua); a re-entry by an older version kept none, and the record follows the lock.
-      local recAt = tonumber(prev.recAt)
-      if recAt < 0 then
-        redis.call('PERSIST', KEYS[2])
-      else
-        redis.call('PEXPIREAT', KEYS[2], decimal(recAt))
-      end
+    if prev.rec then
+      redis.call('SET', KEYS[2], prev.rec)
+      expireRecordAt(tonumber(prev.recAt))
+    else
+      redis.call('DEL', KEYS[2])
     end
     result = 2
   end
@@ -51,10 +44,7 @@ end
 local wasHead = queueHead() == ARGV[2]
 leaveQueue(ARGV[2])
 local result = undo()
-if result == 1 or (wasHead and redis.call('EXISTS', KEYS[1]) == 0) then
-  if result == 1 then
-    endRun()
-  end
+if result ~= 1 and wasHead and redis.call('EXISTS', KEYS[1]) == 0 then
   announceFree()
 end
 return result

@@ -8,7 +8,7 @@
 -- GET and unlinks in a second pipeline, so a key re-acquired in between by another owner was
 -- lost; here the check and the delete are one atomic step. A key of another type is skipped
 -- (returns 0) instead of failing the batch. An unlink announces the free lock on the wake-up
--- channel (see lib.lua).
+-- channel (see lib.lua, freeLock).
 if redis.call('TYPE', KEYS[1]).ok ~= 'string' then
   return 0
 end
@@ -17,22 +17,18 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 if ARGV[2] ~= '' then
   local seen = 'none'
-  if ourHold(ARGV[1]) then
-    local rec = redis.call('HMGET', KEYS[2], 'fence', 'host', 'pid', 'prog', 'kind')
-    if rec[1] then
-      -- The pid as the Go side reads it: a whole number, 0 when missing or not one.
-      local pid = tonumber(rec[3])
-      if pid == nil or pid ~= math.floor(pid) then
-        pid = 0
-      end
-      seen = table.concat({rec[1], rec[2] or '', decimal(pid), rec[4] or '', rec[5] or ''}, '\0')
+  local ours, rec = ourHold(ARGV[1])
+  if ours and rec.fence then
+    -- The pid as the Go side reads it: a whole number, 0 when missing or not one.
+    local pid = tonumber(rec.pid)
+    if pid == nil or pid ~= math.floor(pid) then
+      pid = 0
     end
+    seen = table.concat({rec.fence, rec.host or '', decimal(pid), rec.prog or '', rec.kind or ''}, '\0')
   end
   if seen ~= ARGV[2] then
     return 0
   end
 end
-redis.call('UNLINK', KEYS[1], KEYS[2])
-endRun()
-announceFree()
+freeLock('UNLINK')
 return 1

@@ -87,12 +87,12 @@ type ScanStats struct {
 	// Locks is the number of locks read (a key SCAN returned twice counts twice).
 	Locks int
 	// Commands is what the refresh sent: the SCANs plus provider.ReadsPerKey reads (the lock's
-	// GET and PTTL, its holder record's PTTL and HGETALL) per key returned.
+	// GET and PTTL, its holder record's PTTL and GET) per key returned.
 	Commands int
 	// Scans is the number of SCANs sent; each examines about ScanCount keys of the database.
 	Scans int
 	// Cost is what the refresh was charged against the budget: budget.ScanCost per SCAN plus one
-	// per read (GET, PTTL, HGETALL).
+	// per read (GET, PTTL).
 	Cost int
 	// RoundTrips is the number of SCANs plus one: each SCAN after the first rides in the
 	// pipeline that reads the previous batch.

@@ -151,25 +151,26 @@ async function startRedis() {
   }
 }
 
-let built
+const built = {}
 /**
- * Builds cmd/bridge (or uses LOCKTUI_BRIDGE_BIN) and returns the binary's path. The binary goes to
- * a per-checkout directory under the system temp dir, so that every test file (each runs in its
- * own process) reuses it: `go build -o` skips the link when the binary is up to date. A lock
+ * Builds cmd/<name> (or uses LOCKTUI_<NAME>_BIN) and returns the binary's path. The binary goes
+ * to a per-checkout directory under the system temp dir, so that every test file (each runs in
+ * its own process) reuses it: `go build -o` skips the link when the binary is up to date. A lock
  * directory serializes concurrent builds.
  */
-function buildBridge() {
-  if (process.env.LOCKTUI_BRIDGE_BIN) return Promise.resolve(process.env.LOCKTUI_BRIDGE_BIN)
-  built ??= (async () => {
+function buildCmd(name) {
+  const preset = process.env[`LOCKTUI_${name.toUpperCase()}_BIN`]
+  if (preset) return Promise.resolve(preset)
+  built[name] ??= (async () => {
     if (!which("go")) {
-      throw new Error("go is not installed: install Go (https://go.dev/dl/) to build the bridge (go build ./cmd/bridge), or set LOCKTUI_BRIDGE_BIN to a built bridge")
+      throw new Error(`go is not installed: install Go (https://go.dev/dl/) to build ${name} (go build ./cmd/${name}), or set LOCKTUI_${name.toUpperCase()}_BIN to a built ${name}`)
     }
     const tag = require("node:crypto").createHash("sha256").update(repoRoot).digest("hex").slice(0, 12)
     const dir = path.join(os.tmpdir(), `locking-bridge-test-${process.getuid?.() ?? "u"}-${tag}`)
     fs.mkdirSync(dir, { recursive: true })
-    const bin = path.join(dir, "bridge")
-    const lock = path.join(dir, "build.lock")
-    await waitFor("the bridge build lock", () => {
+    const bin = path.join(dir, name)
+    const lock = path.join(dir, `build-${name}.lock`)
+    await waitFor(`the ${name} build lock`, () => {
       try {
         fs.mkdirSync(lock)
         return true
@@ -181,17 +182,37 @@ function buildBridge() {
       }
     }, 10 * 60 * 1000, 100)
     try {
-      const child = spawn("go", ["build", "-o", bin, "./cmd/bridge"], { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] })
+      const child = spawn("go", ["build", "-o", bin, `./cmd/${name}`], { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] })
       let stderr = ""
       child.stderr.on("data", (d) => (stderr += d))
       const code = await new Promise((resolve) => child.on("close", resolve))
-      if (code !== 0) throw new Error(`go build ./cmd/bridge failed:\n${stderr}`)
+      if (code !== 0) throw new Error(`go build ./cmd/${name} failed:\n${stderr}`)
     } finally {
       fs.rmSync(lock, { recursive: true, force: true })
     }
     return bin
   })()
-  return built
+  return built[name]
+}
+
+/** Builds cmd/bridge (see buildCmd). */
+const buildBridge = () => buildCmd("bridge")
+
+/**
+ * The holder record of lock key (without namespace) in namespace, as `locktui get --json` reads
+ * it from the Redis at url: its fields (host, pid, prog, kind, fence, ...), or null when there is
+ * none.
+ */
+async function holderRecord(url, namespace, key) {
+  const bin = await buildCmd("locktui")
+  const child = spawn(bin, ["get", key, "--json", "--redis", url, "--namespace", namespace], { stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (d) => (stdout += d))
+  child.stderr.on("data", (d) => (stderr += d))
+  const code = await new Promise((resolve) => child.on("close", resolve))
+  if (code !== 0) throw new Error(`locktui get ${key} exited ${code}: ${stderr}`)
+  return JSON.parse(stdout).record?.fields ?? null
 }
 
 function httpStatus(url) {
@@ -296,6 +317,8 @@ module.exports = {
   waitFor,
   startRedis,
   buildBridge,
+  buildCmd,
+  holderRecord,
   startBridge,
   startProxy,
   stopChild,

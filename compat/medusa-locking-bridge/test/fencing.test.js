@@ -5,11 +5,11 @@
 const { test } = require("node:test")
 const assert = require("node:assert/strict")
 const os = require("node:os")
-const { useBridgeEnv } = require("../test-support/env")
+const { useBridgeEnv, holderRecord } = require("../test-support/env")
 
 const env = useBridgeEnv()
 const NS = "medusa_lock:"
-const recordKey = (key) => `locktui:{${NS}${key}}:holder`
+const recordOf = (key) => holderRecord(env.redis.url, NS, key)
 
 test("execute's job gets the lease's fencing token; the record names this process", async () => {
   const locks = env.provider({ program: "checkout-worker" })
@@ -17,7 +17,7 @@ test("execute's job gets the lease's fencing token; the record names this proces
   await locks.execute(["fence_b", "fence_a"], async (signal, fencing) => {
     assert.ok(signal instanceof AbortSignal)
     seen = fencing
-    const rec = await env.raw.hgetall(recordKey("fence_a"))
+    const rec = await recordOf("fence_a")
     assert.equal(rec.host, os.hostname())
     assert.equal(rec.pid, String(process.pid))
     assert.equal(rec.prog, "checkout-worker")

@@ -11,7 +11,7 @@
 
 const { describe, test, afterEach } = require("node:test")
 const assert = require("node:assert/strict")
-const { useBridgeEnv, waitFor } = require("../test-support/env")
+const { useBridgeEnv, waitFor, holderRecord } = require("../test-support/env")
 const { startStack, watchKey, recordCloses } = require("../test-support/stack")
 
 const NS = "medusa_lock:"
@@ -138,7 +138,7 @@ describe("defect 7: a lost acquire reply never leaves a lock behind a rejected c
     reconnect()
     assert.equal(await acquired, fencing)
     // The settled acquire has the token its lost reply carried: the holder record's fence.
-    const fence = Number(await env.raw.hget(`locktui:{${NS}${key}}:holder`, "fence"))
+    const fence = Number((await holderRecord(env.redis.url, NS, key)).fence)
     assert.ok(fence > 0, `fence ${fence}`)
     assert.deepEqual(fencing, { fencingToken: fence, fencingTokens: { [key]: fence } })
     assert.ok(debug.some((m) => /resumed "acquire" .*: unknown/.test(m)), debug.join("\n"))
