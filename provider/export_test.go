@@ -63,3 +63,4 @@ func NoteServerChange(p *Provider) {
 	p.epochs.changes++
 	p.epochs.mu.Unlock()
 }
+

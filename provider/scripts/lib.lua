@@ -194,11 +194,15 @@ local function runOver()
 end
 
 -- freeLock deletes the lock and its record with del (DEL or UNLINK). When the contention
--- marker exists it also ends our run (leaving the lock to others for SHARE_WINDOW ms when
--- runOver) and tells the waiters that the lock is free: the queue head, if any, is the one to
--- take it (see listen.go). Its reads come before the delete.
-local function freeLock(del)
-  if redis.call('EXISTS', KEYS[6]) == 0 then
+-- marker exists (marked, when the caller read it already, else read here) it also ends our run
+-- (leaving the lock to others for SHARE_WINDOW ms when runOver) and tells the waiters that the
+-- lock is free: the queue head, if any, is the one to take it (see listen.go). Its reads come
+-- before the delete.
+local function freeLock(del, marked)
+  if marked == nil then
+    marked = redis.call('EXISTS', KEYS[6]) == 1
+  end
+  if not marked then
     redis.call(del, KEYS[1], KEYS[2])
     return
   end
