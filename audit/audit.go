@@ -22,6 +22,10 @@ const (
 	ActionForceReleaseAny = "force_release_any"
 	// ActionReleaseOwner deletes every lock of one owner (provider ReleaseAll).
 	ActionReleaseOwner = "release_owner"
+	// ActionFreed follows a force-release that told the holder first (ResultHolderTold): the
+	// key was freed, by its holder's release or its TTL, at the record's Time (ToldAt says
+	// when the holder was told), or the wait for it ended (ResultStillHeld).
+	ActionFreed = "freed"
 )
 
 // Results of an action; a failure is ResultError(err).
@@ -30,6 +34,19 @@ const (
 	ResultReleased = "released"
 	// ResultNotHeld: nothing was deleted: the key was gone or held by another owner.
 	ResultNotHeld = "not_held"
+	// ResultHolderTold: the key's holder, a live lease, was told to end its lease and release
+	// the key; nothing was deleted yet (an ActionFreed record follows when it is freed).
+	ResultHolderTold = "holder_told"
+	// ResultStillHeld (ActionFreed): the wait for the told holder's release ended first.
+	ResultStillHeld = "still_held"
+)
+
+// Modes of a force-release (Record.Mode).
+const (
+	// ModeTellFirst tells a live lease's holder first (provider.TellHolderFirst).
+	ModeTellFirst = "tell_first"
+	// ModeFreeNow frees the key at once whatever holds it (provider.FreeNow).
+	ModeFreeNow = "free_now"
 )
 
 // ResultError renders a failed action's result: "error: " followed by the error.
@@ -49,6 +66,10 @@ type Record struct {
 	Owner string `json:"owner"`
 	// Result is ResultReleased, ResultNotHeld or ResultError(err).
 	Result string `json:"result"`
+	// Mode, for a force-release, is ModeTellFirst or ModeFreeNow.
+	Mode string `json:"mode,omitempty"`
+	// ToldAt, for ActionFreed, is when the holder was told (the Time of the force-release).
+	ToldAt time.Time `json:"told_at,omitzero"`
 	// Count is the number of keys deleted; in a part of a release of an owner's locks that is
 	// not the last (Part), the number of locks that part names.
 	Count int `json:"count"`

@@ -5,6 +5,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/locktui/locktui/internal/sleep"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -43,8 +44,14 @@ const DefaultLocksPerRecord = 1000
 type Released struct {
 	// Count is the number of keys deleted.
 	Count int
+	// How is what a force-release did: Freed, HolderTold (nothing deleted yet: AwaitFreed
+	// follows the key), or NotReleased.
+	How provider.Revocation
 	// Owner is the owner released: the one asked for, or for ForceReleaseAny the one found.
 	Owner string
+	// Holder names the process a force-release cut off or told, as the record does ("" when
+	// nothing was done or the lock could not be read).
+	Holder string
 	// Err is why the release failed (nil when it ran, also when it deleted nothing).
 	Err error
 	// AuditErr is why the record could not be written (nil when it was, or with no Sink). The
@@ -52,57 +59,100 @@ type Released struct {
 	AuditErr error
 }
 
-// Result is the record's Result for the outcome: ResultError, ResultNotHeld or ResultReleased.
+// Result is the record's Result for the outcome: ResultError, ResultHolderTold, ResultNotHeld or
+// ResultReleased.
 func (r Released) Result() string {
 	switch {
 	case r.Err != nil:
 		return ResultError(r.Err)
+	case r.How == provider.HolderTold:
+		return ResultHolderTold
 	case r.Count == 0:
 		return ResultNotHeld
 	}
 	return ResultReleased
 }
 
-// ForceReleaseOwner deletes key only while owner still holds it (provider ForceReleaseOwner: the
-// compare-and-delete of the console's d and of release --owner) and records it as
-// ActionForceRelease. A key of another type is not deleted and is no error.
-func (r *Releaser) ForceReleaseOwner(ctx context.Context, key, owner string) Released {
+// ForceReleaseOwner force-releases key only while owner still holds it (provider
+// ForceReleaseOwner: release --owner) and records it as ActionForceRelease. A key of another type
+// is not released and is no error.
+func (r *Releaser) ForceReleaseOwner(ctx context.Context, key, owner string, mode provider.ReleaseMode) Released {
 	holder := r.holder(ctx, key)
-	ok, err := r.Provider.ForceReleaseOwner(ctx, key, owner)
+	how, err := r.Provider.ForceReleaseOwner(ctx, key, owner, mode)
 	if err != nil && r.foreign(ctx, key) {
 		err = nil // WRONGTYPE: not a lock, so not held
 	}
-	return r.recordKey(ctx, ActionForceRelease, key, owner, holder.of(owner), ok, err)
+	return r.recordKey(ctx, ActionForceRelease, key, owner, holder.of(owner), mode, how, err)
 }
 
-// ForceReleaseHold deletes seen.Key only while it is still the hold seen, as read before (provider
-// ForceReleaseHold: the console's d, which releases the hold the operator confirmed, not one its
-// owner took since), and records it as ActionForceRelease naming that hold's holder.
-func (r *Releaser) ForceReleaseHold(ctx context.Context, seen provider.Lock) Released {
-	ok, err := r.Provider.ForceReleaseHold(ctx, seen)
-	return r.recordKey(ctx, ActionForceRelease, seen.Key, seen.Owner, holderOf(seen), ok, err)
+// ForceReleaseHold force-releases seen.Key only while it is still the hold seen, as read before
+// (provider ForceReleaseHold: the console's d, which releases the hold the operator confirmed, not
+// one its owner took since), and records it as ActionForceRelease naming that hold's holder.
+func (r *Releaser) ForceReleaseHold(ctx context.Context, seen provider.Lock, mode provider.ReleaseMode) Released {
+	how, err := r.Provider.ForceReleaseHold(ctx, seen, mode)
+	return r.recordKey(ctx, ActionForceRelease, seen.Key, seen.Owner, holderOf(seen), mode, how, err)
 }
 
-// ForceReleaseAny deletes key whoever holds it (provider ForceReleaseAny: release --force) and
-// records it as ActionForceReleaseAny with the owner it had.
-func (r *Releaser) ForceReleaseAny(ctx context.Context, key string) Released {
+// ForceReleaseAny force-releases key whoever holds it (provider ForceReleaseAny: release
+// --force) and records it as ActionForceReleaseAny with the owner it had.
+func (r *Releaser) ForceReleaseAny(ctx context.Context, key string, mode provider.ReleaseMode) Released {
 	holder := r.holder(ctx, key)
-	owner, ok, err := r.Provider.ForceReleaseAny(ctx, key)
-	return r.recordKey(ctx, ActionForceReleaseAny, key, owner, holder.of(owner), ok, err)
+	owner, how, err := r.Provider.ForceReleaseAny(ctx, key, mode)
+	return r.recordKey(ctx, ActionForceReleaseAny, key, owner, holder.of(owner), mode, how, err)
 }
 
-// recordKey records the release of one key, deleted or not (ok), and returns its outcome;
-// holder names the process cut off ("" when unknown).
-func (r *Releaser) recordKey(ctx context.Context, action, key, owner, holder string, ok bool, err error) Released {
-	out := Released{Owner: owner, Err: err}
-	if ok {
+// recordKey records the force-release of one key and returns its outcome; holder names the
+// process cut off or told ("" when unknown).
+func (r *Releaser) recordKey(ctx context.Context, action, key, owner, holder string, mode provider.ReleaseMode,
+	how provider.Revocation, err error) Released {
+	out := Released{Owner: owner, How: how, Err: err}
+	if how == provider.Freed {
 		out.Count = 1
 	}
-	if !ok {
-		holder = "" // nothing was cut off
+	if how.Done() {
+		out.Holder = holder
 	}
-	out.AuditErr = r.record(ctx, Record{Action: action, Key: key, Owner: owner, Holder: holder}, out)
+	out.AuditErr = r.record(ctx, Record{Action: action, Key: key, Owner: owner, Holder: out.Holder, Mode: modeName(mode)}, out)
 	return out
+}
+
+// modeName is a mode as records name it.
+func modeName(m provider.ReleaseMode) string {
+	if m == provider.FreeNow {
+		return ModeFreeNow
+	}
+	return ModeTellFirst
+}
+
+// freedPoll is how often AwaitFreed reads the key.
+const freedPoll = 50 * time.Millisecond
+
+// AwaitFreed follows a force-release that told the holder first (out.How HolderTold, at toldAt):
+// it reads key every freedPoll until it no longer holds owner's hold (released by its holder, or
+// expired) or ctx ends, and records ActionFreed with ToldAt. It returns when the key was freed
+// (zero when ctx ended first: ResultStillHeld). The reads are one key's, a few a second.
+func (r *Releaser) AwaitFreed(ctx context.Context, key string, out Released, toldAt time.Time) (time.Time, Released) {
+	var freed time.Time
+	for {
+		l, held, err := r.Provider.Get(ctx, key)
+		if err == nil && (!held || l.Owner != out.Owner || l.Record == nil || l.Record.RevokedAt.IsZero()) {
+			freed = time.Now()
+			break
+		}
+		if !sleep.For(ctx, freedPoll) {
+			break
+		}
+	}
+	done := Released{Owner: out.Owner, Holder: out.Holder, How: out.How}
+	result := ResultReleased
+	if freed.IsZero() {
+		result = ResultStillHeld
+	} else {
+		done.Count = 1
+	}
+	rec := Record{Action: ActionFreed, Key: key, Owner: out.Owner, Holder: out.Holder, Mode: ModeTellFirst, ToldAt: toldAt}
+	done.AuditErr = r.recordAs(ctx, rec, done.Count, result)
+	return freed, done
 }
 
 // seenHolder is the lock a force-release is about to cut off, as read just before it.
@@ -186,6 +236,11 @@ func (r *Releaser) foreign(ctx context.Context, key string) bool {
 
 // record writes rec with the outcome out.
 func (r *Releaser) record(ctx context.Context, rec Record, out Released) error {
+	return r.recordAs(ctx, rec, out.Count, out.Result())
+}
+
+// recordAs writes rec with count and result.
+func (r *Releaser) recordAs(ctx context.Context, rec Record, count int, result string) error {
 	if r.Sink == nil {
 		return nil
 	}
@@ -193,6 +248,6 @@ func (r *Releaser) record(ctx context.Context, rec Record, out Released) error {
 	defer cancel()
 	rec.Time = time.Now()
 	rec.Operator, rec.Namespace, rec.Server = r.Operator, r.Namespace, r.Server
-	rec.Count, rec.Result = out.Count, out.Result()
+	rec.Count, rec.Result = count, result
 	return r.Sink.Write(ctx, rec)
 }

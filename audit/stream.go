@@ -66,6 +66,12 @@ func (s *Stream) Write(ctx context.Context, r Record) error {
 	if r.Part > 0 {
 		args.Values = append(args.Values.([]any), "part", strconv.Itoa(r.Part))
 	}
+	if r.Mode != "" {
+		args.Values = append(args.Values.([]any), "mode", r.Mode)
+	}
+	if !r.ToldAt.IsZero() {
+		args.Values = append(args.Values.([]any), "told_at", r.ToldAt.Format(time.RFC3339Nano))
+	}
 	if len(r.Locks) > 0 {
 		locks, err := json.Marshal(r.Locks)
 		if err != nil {
@@ -96,6 +102,12 @@ func FromStream(values map[string]any) (Record, error) {
 			return Record{}, fmt.Errorf("audit: stream entry part %q: %w", s, err)
 		}
 	}
+	var told time.Time
+	if s := str("told_at"); s != "" {
+		if told, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return Record{}, fmt.Errorf("audit: stream entry told_at %q: %w", s, err)
+		}
+	}
 	var locks []LockReleased
 	if s := str("locks"); s != "" {
 		if err := json.Unmarshal([]byte(s), &locks); err != nil {
@@ -104,5 +116,5 @@ func FromStream(values map[string]any) (Record, error) {
 	}
 	return Record{Time: t, Operator: str("operator"), Action: str("action"), Key: str("key"),
 		Owner: str("owner"), Result: str("result"), Count: count, Namespace: str("namespace"),
-		Server: str("server"), Holder: str("holder"), Locks: locks, Part: part}, nil
+		Server: str("server"), Holder: str("holder"), Locks: locks, Part: part, Mode: str("mode"), ToldAt: told}, nil
 }

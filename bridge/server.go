@@ -200,6 +200,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 	}
 	s.hardStop()
+	s.prov.Close()
 	return errors.Join(errs...)
 }
 

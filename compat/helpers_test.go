@@ -52,6 +52,7 @@ func newEnv(t *testing.T, ns string, opts *stocknode.Options, goOpts *provider.O
 		goP:   provider.New(srv.Client(t), goOpts),
 		stock: stocknode.Start(t, srv.URL, opts),
 	}
+	t.Cleanup(e.goP.Close)
 	if e.ns == "" {
 		e.ns = provider.DefaultNamespace
 	}

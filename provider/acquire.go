@@ -153,6 +153,10 @@ func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings,
 	ticketTTL := p.opts.QueueTicketTTL.Milliseconds()
 	markTTL := strconv.FormatInt(p.waitMarkTTL().Milliseconds(), 10)
 	who := h.holder.arg()
+	lease := "" // a plain acquisition: its holder is never told of a force-release
+	if h.lease {
+		lease = strconv.FormatInt(ttl, 10)
+	}
 	now := time.Now()
 	grants, errs, err := evalBatch(ctx, p, acquireScript, keys, mayResend, func(i int) []any {
 		mode := queueIgnore
@@ -171,7 +175,7 @@ func (p *Provider) acquireBatch(ctx context.Context, keys []string, h *holdings,
 		if p.contended.recent(keys[i], now) {
 			turns = "1"
 		}
-		return []any{h.owner, ttl, h.claim, mode, ticketTTL, waiting, who, turns}
+		return []any{h.owner, ttl, h.claim, mode, ticketTTL, waiting, who, turns, lease}
 	}, parseGrant)
 	status := make([]int64, len(keys))
 	for i, g := range grants {
@@ -209,6 +213,7 @@ type holdings struct {
 	owner   string
 	claim   string
 	holder  Holder // the taking process, in the holder records
+	lease   bool   // a lease's: its holder records say so, and it is told of a revocation
 	touched map[string]bool
 	tokens  map[string]int64 // the fencing token of every key an attempt took
 	// inFlight are the pipelines of attempts the call stopped waiting for (inFlightError):

@@ -159,7 +159,7 @@ func TestBackoffJitterGrowthAndCap(t *testing.T) {
 				w := &waker{}
 				opts := c.opts
 				opts.Waker, opts.Namespace = w, e.ns
-				p := provider.New(e.pc, &opts)
+				p := newProvider(t, e.pc, &opts)
 				e.set("k", "holder", 0)
 				w.onWait = func(n int) {
 					if n == len(c.want) {

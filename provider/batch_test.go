@@ -66,7 +66,7 @@ func TestConcurrentCallsShareAPipelineAndAQueuedCallThatGivesUpSendsNothing(t *t
 	sizes := &pipelineSizes{}
 	client.AddHook(sizes)
 	e := newEnvOn(t, srv, nil)
-	p := provider.New(client, &provider.Options{Namespace: e.ns})
+	p := newProvider(t, client, &provider.Options{Namespace: e.ns})
 	require.NoError(t, p.Acquire(ctx(t), []string{"warm-up"}, provider.AcquireOptions{})) // loads the script
 	rdb := srv.Client(t)
 	require.NoError(t, rdb.Do(ctx(t), "CLIENT", "PAUSE", "60000", "WRITE").Err())

@@ -46,7 +46,7 @@ func BenchmarkExecute(b *testing.B) {
 			b.Cleanup(func() { _ = client.Close() })
 			trips := &tripCounter{}
 			client.AddHook(trips)
-			p := provider.New(client, &provider.Options{Namespace: "bench:", Logger: slog.New(slog.DiscardHandler)})
+			p := newProvider(b, client, &provider.Options{Namespace: "bench:", Logger: slog.New(slog.DiscardHandler)})
 			job := func(context.Context) error { return nil }
 			ctx := b.Context()
 			var warm sync.WaitGroup

@@ -24,7 +24,7 @@ import (
 func TestFailedQueuedAcquireKeepsALaterReentryBySameOwner(t *testing.T) {
 	reentries := map[string]func(e *env){
 		"our provider": func(e *env) {
-			other := provider.New(e.pc, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
+			other := newProvider(t, e.pc, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
 			require.NoError(e.t, other.Acquire(ctx(e.t), []string{"a"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 		},
 		"stock": func(e *env) {
@@ -164,7 +164,7 @@ func TestAcquireThatCannotBeUndoneReportsUnknownOutcome(t *testing.T) {
 
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	p := provider.New(client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
+	p := newProvider(t, client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
 	_, err = p.Release(ctx(t), []string{"k"}, "")
 	require.Error(t, err)
 	require.False(t, errors.Is(err, provider.ErrOutcomeUnknown), "a release that never reached Redis did not run: %v", err)
@@ -176,7 +176,7 @@ func TestAcquireThatCannotBeUndoneReportsUnknownOutcome(t *testing.T) {
 func TestAcquireThatNeverReachedRedisHasAKnownOutcome(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { _ = down.Close() })
-	p := provider.New(down, &provider.Options{Logger: slog.New(slog.DiscardHandler)})
+	p := newProvider(t, down, &provider.Options{Logger: slog.New(slog.DiscardHandler)})
 	for _, await := range []bool{false, true} {
 		err := p.Acquire(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", AwaitQueue: await})
 		require.Error(t, err)

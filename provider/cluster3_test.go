@@ -18,7 +18,7 @@ func TestClusterOfThreeKeepsSideKeysInTheLocksSlot(t *testing.T) {
 	t.Parallel()
 	cl, nodes := startClusterOf(t, 3)
 	const ns = "c3:"
-	p := provider.New(cl, &provider.Options{Namespace: ns, FairQueue: true, Holder: provider.Holder{Program: "c3"}})
+	p := newProvider(t, cl, &provider.Options{Namespace: ns, FairQueue: true, Holder: provider.Holder{Program: "c3"}})
 	c := ctx(t)
 	var keys []string
 	for i := range 30 {

@@ -63,7 +63,7 @@ func startClusterOf(t *testing.T, n int) (*redis.ClusterClient, []*redis.Client)
 func TestClusterWalksEveryMaster(t *testing.T) {
 	t.Parallel()
 	cl, nodes := startCluster(t)
-	p := provider.New(cl, &provider.Options{Namespace: "cluster:"})
+	p := newProvider(t, cl, &provider.Options{Namespace: "cluster:"})
 	c := ctx(t)
 	var keys []string
 	for i := range 60 {

@@ -101,7 +101,7 @@ func TestLeaseIsNeverGrantedLate(t *testing.T) {
 			proxy := faultproxy.StartT(t, srv.Addr)
 			pc := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 10 * time.Second})
 			t.Cleanup(func() { _ = pc.Close() })
-			p := provider.New(pc, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
+			p := newProvider(t, pc, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
 			warmUpLease(t, p)
 			proxy.Delay(faultproxy.Downstream, tc.delay) // within the give-back bound
 			l, err := p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: expire, Timeout: 3 * time.Second})

@@ -22,7 +22,7 @@ func TestAcquireCutAfterItRanAndThenRefusedIsNotAKnownFailure(t *testing.T) {
 	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
 	t.Cleanup(func() { _ = pc.Close() })
 	ns := freshNamespace(t)
-	p := provider.New(pc, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)})
+	p := newProvider(t, pc, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, p.Acquire(ctx(t), []string{"warm-up"}, provider.AcquireOptions{Owner: "w"})) // scripts loaded
 	proxy.LoseReplyTo([]byte("cut-owner"), func() { proxy.Refuse(true) })
 	err := p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "cut-owner"})

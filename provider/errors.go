@@ -105,7 +105,12 @@ func LossReason(err error) string {
 	if !errors.As(err, &ce) || ce.Kind != ErrLockLost || ce.cause == nil {
 		return ""
 	}
+	var gone keyGoneError
 	switch cause := ce.cause; {
+	case errors.Is(cause, ErrRevoked):
+		return "an operator force-released it (locktui); the holder is told first, and the key is freed once it is released"
+	case errors.As(cause, &gone):
+		return gone.Error()
 	case errors.Is(cause, ErrServerRestarted):
 		return "the Redis server restarted or failed over, which may have lost the keys"
 	case errors.Is(cause, errNoRenewal), errors.Is(cause, context.DeadlineExceeded):

@@ -63,7 +63,7 @@ func fastFail(t *testing.T, srv *redistest.Server, opts provider.Options) *provi
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { _ = client.Close() })
 	opts.Namespace = freshNamespace(t)
-	return provider.New(client, &opts)
+	return newProvider(t, client, &opts)
 }
 
 func TestRedisGoneGivesAClearError(t *testing.T) {
@@ -78,10 +78,16 @@ func TestRedisGoneGivesAClearError(t *testing.T) {
 			_, err := e.p.ReleaseAll(c, "")
 			return err
 		},
-		"list":          func() error { _, err := e.p.List(c); return err },
-		"get":           func() error { _, _, err := e.p.Get(c, "k"); return err },
-		"force release": func() error { _, err := e.p.ForceReleaseOwner(c, "k", "o"); return err },
-		"force any":     func() error { _, _, err := e.p.ForceReleaseAny(c, "k"); return err },
+		"list": func() error { _, err := e.p.List(c); return err },
+		"get":  func() error { _, _, err := e.p.Get(c, "k"); return err },
+		"force release": func() error {
+			_, err := didRelease(e.p.ForceReleaseOwner(c, "k", "o", provider.TellHolderFirst))
+			return err
+		},
+		"force any": func() error {
+			_, _, err := didReleaseAny(e.p.ForceReleaseAny(c, "k", provider.TellHolderFirst))
+			return err
+		},
 	}
 	for name, call := range checks {
 		err := call()

@@ -33,7 +33,7 @@ func Listening(p *Provider) bool {
 // ScriptSHAs maps the file base name of each script to the SHA1 that EVALSHA sends for it.
 var ScriptSHAs = map[string]string{"acquire": acquireScript.sha, "extend": extendScript.sha,
 	"release": releaseScript.sha, "giveback": givebackScript.sha, "claimed": claimedScript.sha,
-	"unlink": unlinkScript.sha}
+	"revoke": revokeScript.sha}
 
 // RecordKey is the key of the holder record of lock key rk. For tests only.
 var RecordKey = recordKey
@@ -64,3 +64,6 @@ func NoteServerChange(p *Provider) {
 	p.epochs.mu.Unlock()
 }
 
+// ChecksRun returns how many checks of its keys l ran on what its Provider's listener heard
+// (checkSoon) and found them still l's. For tests only.
+func ChecksRun(l *Lease) int64 { return l.checks.Load() }

@@ -140,7 +140,7 @@ func sentinelProvider(t *testing.T, dep *redistest.Sentinel, ns string, probes *
 	if probes != nil {
 		client.AddHook(probes)
 	}
-	return provider.New(client, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)}), client
+	return newProvider(t, client, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)}), client
 }
 
 // probeLog records a client's INFO commands: the provider's epoch probes.

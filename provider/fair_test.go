@@ -26,7 +26,7 @@ func TestFairQueueServesWaitersInArrivalOrder(t *testing.T) {
 	e := newEnv(t, nil)
 	provs := make([]*provider.Provider, 3)
 	for i := range provs {
-		provs[i] = provider.New(e.srv.Client(t), fastOpts(e.ns, obs, 0))
+		provs[i] = newProvider(t, e.srv.Client(t), fastOpts(e.ns, obs, 0))
 	}
 	require.NoError(t, provs[0].Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 	const n = 8
@@ -74,8 +74,8 @@ func TestDeadWaiterHoldsUpTheQueueForABoundedTime(t *testing.T) {
 	e := newEnv(t, nil)
 	const ticketTTL = 3 * time.Second
 	deadClient := e.srv.Client(t)
-	dead := provider.New(deadClient, fastOpts(e.ns, obs, ticketTTL))
-	live := provider.New(e.srv.Client(t), fastOpts(e.ns, obs, ticketTTL))
+	dead := newProvider(t, deadClient, fastOpts(e.ns, obs, ticketTTL))
+	live := newProvider(t, e.srv.Client(t), fastOpts(e.ns, obs, ticketTTL))
 	require.NoError(t, live.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 	deadDone := goAcquire(t, dead, []string{"k"}, "dead")
 	awaitWaiting(t, waiting, "dead")
@@ -110,8 +110,8 @@ func TestFairQueueMultiKeyDoesNotDeadlock(t *testing.T) {
 	noLeaks(t)
 	obs, waiting := waitSignal()
 	e := newEnv(t, nil)
-	a := provider.New(e.srv.Client(t), fastOpts(e.ns, obs, 0))
-	b := provider.New(e.srv.Client(t), fastOpts(e.ns, obs, 0))
+	a := newProvider(t, e.srv.Client(t), fastOpts(e.ns, obs, 0))
+	b := newProvider(t, e.srv.Client(t), fastOpts(e.ns, obs, 0))
 	require.NoError(t, a.Acquire(ctx(t), []string{"k2"}, provider.AcquireOptions{Owner: "x"}))
 	aDone := goAcquire(t, a, []string{"k2", "k1", "k3"}, "a") // takes k1, queues on k2
 	awaitWaiting(t, waiting, "a")

@@ -102,6 +102,12 @@ type Record struct {
 	AcquiredAt time.Time
 	// FencingToken is the hold's token (see docs/fencing.md).
 	FencingToken int64
+	// Lease is the TTL of the lease that holds the lock, renewed and told of a force-release;
+	// zero for a plain acquisition.
+	Lease time.Duration
+	// RevokedAt is when an operator's force-release told the holder to end its lease (Redis
+	// server time); zero when it was not revoked.
+	RevokedAt time.Time
 }
 
 // String names the process: "medusa-worker (pid 4242 on web-1, bridge client)", with "?" for
@@ -142,6 +148,12 @@ func parseRecord(fields map[string]string, owner string) *Record {
 		r.AcquiredAt = time.UnixMilli(ms)
 	}
 	r.FencingToken, _ = strconv.ParseInt(fields["fence"], 10, 64)
+	if s, err := strconv.ParseInt(fields["lease"], 10, 64); err == nil {
+		r.Lease = time.Duration(s) * time.Second
+	}
+	if ms, err := strconv.ParseInt(fields["revoked"], 10, 64); err == nil {
+		r.RevokedAt = time.UnixMilli(ms)
+	}
 	return r
 }
 

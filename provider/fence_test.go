@@ -26,7 +26,7 @@ func (e *env) token(p *provider.Provider, k, owner string) int64 {
 func TestFencingTokensIncreasePerKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	other := provider.New(e.rdb, &provider.Options{Namespace: e.ns})
+	other := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns})
 	c := ctx(t)
 	var last int64
 	for i := range 20 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,7 +71,7 @@ func newEnvOn(t *testing.T, srv *redistest.Server, opts *provider.Options) *env 
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	pc := srv.Client(t)
-	return &env{t: t, srv: srv, p: provider.New(pc, &o), pc: pc, rdb: srv.Client(t), ns: o.Namespace}
+	return &env{t: t, srv: srv, p: newProvider(t, pc, &o), pc: pc, rdb: srv.Client(t), ns: o.Namespace}
 }
 
 // noLeaks checks, when the test ends (after its other cleanups), that no goroutine it started is
@@ -176,7 +177,7 @@ func shaOf(script string) string {
 
 // scriptCall is one script run the provider sent: EVALSHA or EVAL of one of its scripts.
 type scriptCall struct {
-	Script string // acquire, extend, release, giveback, claimed or unlink
+	Script string // acquire, extend, release, giveback, claimed or revoke
 	Key    string // full Redis key of the lock (KEYS[1]; KEYS[2] is its holder record)
 	Args   []string
 	At     time.Time // when it was sent
@@ -283,7 +284,11 @@ func (r *recorder) of(script string) []scriptCall {
 	defer r.mu.Unlock()
 	var out []scriptCall
 	for _, c := range r.calls {
-		if c.Script == script {
+		name := c.Script
+		if name == "extend" && slices.Contains(c.Args, "check") {
+			name = "check" // extend.lua's check of a lease's keys (hear.go): not a renewal
+		}
+		if name == script {
 			out = append(out, c)
 		}
 	}
@@ -410,3 +415,19 @@ func notAcquiredMsg(key string) string { return `Failed to acquire lock for key 
 
 // timedOutMsg is stock's message for an Execute that did not get its keys in time.
 const timedOutMsg = "Timed-out acquiring lock."
+
+// didRelease is a force-release's outcome as "did it do anything" (Revocation.Done).
+func didRelease(r provider.Revocation, err error) (bool, error) { return r.Done(), err }
+
+// didReleaseAny is didRelease for ForceReleaseAny.
+func didReleaseAny(owner string, r provider.Revocation, err error) (string, bool, error) {
+	return owner, r.Done(), err
+}
+
+// newProvider is provider.New, closed when the test ends (its wake-up listener lingers after
+// its last lease otherwise: see Provider.Close).
+func newProvider(t testing.TB, c redis.UniversalClient, opts *provider.Options) *provider.Provider {
+	p := provider.New(c, opts)
+	t.Cleanup(p.Close)
+	return p
+}

@@ -84,7 +84,7 @@ func giveBackAfterItsAttempt(t *testing.T, deadline time.Duration) {
 	gate := newPipelineGate(rk("b1"), rk("b2"), rk("b3"), rk("b4"), rk("v"))
 	client := shared.Client(t)
 	client.AddHook(gate)
-	p := provider.New(client, &provider.Options{Namespace: ns})
+	p := newProvider(t, client, &provider.Options{Namespace: ns})
 	acquire := func(ctx context.Context, key string) <-chan error {
 		done := make(chan error, 1)
 		go func() {

@@ -95,17 +95,17 @@ func TestForceReleaseComparesTheOwner(t *testing.T) {
 	c := ctx(t)
 	e.set("k", "o1", 0)
 
-	ok, err := e.p.ForceReleaseOwner(c, "k", "o2")
+	ok, err := didRelease(e.p.ForceReleaseOwner(c, "k", "o2", provider.TellHolderFirst))
 	require.NoError(t, err)
 	require.False(t, ok)
 	e.requireOwner("k", "o1")
 
-	ok, err = e.p.ForceReleaseOwner(c, "k", "o1")
+	ok, err = didRelease(e.p.ForceReleaseOwner(c, "k", "o1", provider.TellHolderFirst))
 	require.NoError(t, err)
 	require.True(t, ok)
 	e.requireFree("k")
 
-	ok, err = e.p.ForceReleaseOwner(c, "k", "o1")
+	ok, err = didRelease(e.p.ForceReleaseOwner(c, "k", "o1", provider.TellHolderFirst))
 	require.NoError(t, err)
 	require.False(t, ok)
 }
@@ -128,7 +128,7 @@ func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
 	c := ctx(t)
 	release := func(l provider.Lock) bool {
 		t.Helper()
-		ok, err := e.p.ForceReleaseHold(c, l)
+		ok, err := didRelease(e.p.ForceReleaseHold(c, l, provider.TellHolderFirst))
 		require.NoError(t, err)
 		return ok
 	}
@@ -164,7 +164,7 @@ func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
 
 	e.token(e.p, "joined", "shared")
 	seen = e.seen("joined")
-	other := provider.New(e.rdb, &provider.Options{Namespace: e.ns,
+	other := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns,
 		Holder: provider.Holder{Host: "web-2", PID: 99, Program: "other-svc"}})
 	e.token(other, "joined", "shared") // another process joins the hold: the same token
 	require.Equal(t, seen.Record.FencingToken, e.seen("joined").Record.FencingToken)
@@ -195,17 +195,17 @@ func TestForceReleaseAnyReturnsTheOwner(t *testing.T) {
 	e.set("k", "execute:whoever", 10*time.Second)
 	require.NoError(t, e.rdb.HSet(c, e.key("h"), "f", "v").Err())
 
-	owner, ok, err := e.p.ForceReleaseAny(c, "k")
+	owner, ok, err := didReleaseAny(e.p.ForceReleaseAny(c, "k", provider.TellHolderFirst))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "execute:whoever", owner)
 	e.requireFree("k")
 
-	_, ok, err = e.p.ForceReleaseAny(c, "k")
+	_, ok, err = didReleaseAny(e.p.ForceReleaseAny(c, "k", provider.TellHolderFirst))
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	_, ok, err = e.p.ForceReleaseAny(c, "h")
+	_, ok, err = didReleaseAny(e.p.ForceReleaseAny(c, "h", provider.TellHolderFirst))
 	require.NoError(t, err)
 	require.False(t, ok, "a key that is not a lock is not deleted")
 	require.Equal(t, int64(1), e.rdb.Exists(c, e.key("h")).Val())

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,6 +63,11 @@ type Lease struct {
 	expiry   *time.Timer   // fires at deadline (or earlier, then re-arms itself)
 	renewal  *time.Timer   // fires the next renewal (renew.go)
 	renewing chan struct{} // closed when the renewal in flight ends; nil when none is
+	due      time.Time     // when the next renewal is due (a check leaves it as it is)
+	check    bool          // the next firing of the renewal timer checks the keys (checkSoon)
+	again    bool          // checkSoon asked while a renewal was in flight
+	heard    string        // the event checkSoon was asked for, until a check reads it
+	checks   atomic.Int64  // checks run (checkSoon), for tests
 	stopped  bool          // Release or Abandon stopped the renewals
 	lastErr  error         // why the last renewal failed, nil after a confirmed one
 	ended    bool          // the release script ran, or Abandon stopped the lease
@@ -151,11 +157,14 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	l.mu.Lock()
 	l.deadline = l.deadlineAfter(confirmed)
 	l.expiry = time.AfterFunc(time.Until(l.deadline), l.checkDeadline)
+	l.due = time.Now().Add(l.interval)
 	l.renewal = time.AfterFunc(l.interval, l.renew)
 	// Under l.mu, so that a loss at the deadline, which takes l.mu first, finds the lease
 	// registered and takes it off (unwatch). The epoch watcher never holds its own lock while it
 	// takes a lease's.
 	watched := p.epochs.add(l, since)
+	p.holding.add(l)
+	p.listen.use()
 	l.mu.Unlock()
 	if !watched { // a probe found the server changed after acquireInTime checked
 		l.lose(l.order, errChangedDuringWait)
@@ -178,6 +187,7 @@ var errChangedDuringWait = fmt.Errorf("%w while the lease was being taken: keys 
 func (p *Provider) acquireInTime(ctx context.Context, keys []string, owner string, ttl int64, queued func(), holder Holder) (*holdings, time.Time, uint64, error) {
 	for {
 		h := p.newHoldings(owner, "", holder)
+		h.lease = true
 		since := p.epochs.changed()
 		confirmed, err := p.acquireQueued(ctx, keys, h, ttl, queued, true)
 		queued = nil // called by the first try

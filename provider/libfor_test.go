@@ -19,7 +19,7 @@ func TestLibForKeepsWhatTheScriptCalls(t *testing.T) {
 			t.Errorf("libFor kept %s, which the script does not call", name)
 		}
 	}
-	if whole := libFor(acquireSrc + givebackSrc + extendSrc + releaseSrc + unlinkSrc + claimedSrc); !strings.Contains(whole, "local function sameExpiry(") {
+	if whole := libFor(acquireSrc + givebackSrc + extendSrc + releaseSrc + revokeSrc + claimedSrc); !strings.Contains(whole, "local function sameExpiry(") {
 		t.Error("libFor dropped sameExpiry, which giveback.lua needs")
 	}
 }

@@ -27,7 +27,7 @@ func proxiedEnv(t *testing.T, opts provider.Options) (*env, *faultproxy.Proxy) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	e.pc, e.p = client, provider.New(client, &opts)
+	e.pc, e.p = client, newProvider(t, client, &opts)
 	c := ctx(t)
 	require.NoError(t, e.p.Acquire(c, []string{"warm-up"}, provider.AcquireOptions{Owner: "warm-up"}))
 	ok, err := e.p.Release(c, []string{"warm-up"}, "warm-up")

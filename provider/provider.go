@@ -11,8 +11,10 @@ import (
 )
 
 // Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
-// use; it owns no goroutine of its own except, while any of its calls waits for a held key,
-// one pub/sub connection that wakes them when the key is freed (see docs/waiting.md). The
+// use; it owns no goroutine of its own except, while any of its calls waits for a held key or
+// any of its leases is held (and listenLinger after), one pub/sub connection that wakes waiters
+// when a key is freed and tells holders what happens to their keys (docs/waiting.md, hear.go);
+// Close stops it. The
 // renewals of its leases and, while it holds any, the watch for a restarted Redis server (see
 // Lease) run on timers, in a goroutine only while one fires.
 type Provider struct {
@@ -24,6 +26,8 @@ type Provider struct {
 	fast    fastPollers // share.go
 	// contended are the keys this Provider's attempts found held lately (share.go).
 	contended contention
+	// holding are its live leases by key, told what the listener hears of their keys (hear.go).
+	holding holders
 	// listen is the one pub/sub connection that hears of keys freed by anyone.
 	listen listener
 	// epochs ends every lease when the Redis server restarts or fails over.
@@ -41,6 +45,11 @@ func New(client redis.UniversalClient, opts *Options) *Provider {
 	p.listen.p = p
 	return p
 }
+
+// Close stops the Provider's wake-up listener at once, instead of listenLinger after its last
+// waiter or lease (see docs/waiting.md); call it when the Provider is no longer used (its leases
+// released). It does not close the client.
+func (p *Provider) Close() { p.listen.stop(true) }
 
 // Namespace returns the key prefix in use.
 func (p *Provider) Namespace() string { return p.opts.Namespace }
@@ -108,7 +117,7 @@ func normalizeKeys(keys []string) []string {
 	return slices.Compact(out)
 }
 
-// deleteBatch runs a deleting script (release, unlink or giveback, owner-checked: 1 means it
+// deleteBatch runs a deleting script (release, revoke or giveback, owner-checked: 1 means it
 // deleted the lock) over keys with the arguments owner followed by extra, like scriptBatch. For
 // every key it really deleted it first tells the Observer (EventReleased, with held, unless
 // announce is false) and then wakes this Provider's waiters on the key that do not queue (the

@@ -88,7 +88,7 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings
 		q.pollFast("")
 		q.wake.stop()
 		if q.listens {
-			p.listen.unuse()
+			p.listen.unuse(false)
 		}
 	}()
 	// Take the keys; after a wait, confirm them (which may send the call back to waiting).

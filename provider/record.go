@@ -14,7 +14,7 @@ import (
 // recordFields are the fields of a holder record in the order they are stored, joined by NUL
 // bytes with the owner after the last (lib.lua says what each means). Defined here once; the
 // scripts get them in front of lib.lua (recordConstants).
-var recordFields = []string{"claim", "at", "since", "fence", "host", "pid", "prog", "kind", "re", "prev"}
+var recordFields = []string{"claim", "at", "since", "fence", "host", "pid", "prog", "kind", "re", "prev", "lease", "revoked"}
 
 // recordConstants defines recordFields for the scripts, as RECORD_FIELDS.
 var recordConstants = "local RECORD_FIELDS = {'" + strings.Join(recordFields, "', '") + "'}\n"

@@ -237,7 +237,7 @@ func TestR9ReleaseAllIsScopedToTheOwner(t *testing.T) {
 func TestR10NoDeadlockWithOppositeOrders(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &quick)
-	second := provider.New(shared.Client(t), &provider.Options{Namespace: e.ns,
+	second := newProvider(t, shared.Client(t), &provider.Options{Namespace: e.ns,
 		DefaultRetryInterval: time.Millisecond, MaximumRetryInterval: 5 * time.Millisecond})
 	orders := [][]string{{"abba_a", "abba_b"}, {"abba_b", "abba_a"}}
 	var active, overlaps atomic.Int32

@@ -83,7 +83,7 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 				return err
 			}
 		}
-		res, errs, err := p.deleteBatch(ctx, unlinkScript, keys, sendOnce, owner, []any{anyHold}, 0, true)
+		res, errs, err := p.deleteBatch(ctx, revokeScript, keys, sendOnce, owner, []any{anyHold, revokeNow}, 0, true)
 		if err != nil {
 			return unknownIfRan(err)
 		}
@@ -111,7 +111,7 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 	return n, nil
 }
 
-// anyHold is unlink.lua's pin for "whichever hold the owner has": releaseAll deletes by owner,
+// anyHold is revoke.lua's pin for "whichever hold the owner has": releaseAll deletes by owner,
 // as stock does.
 const anyHold = ""
 

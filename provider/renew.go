@@ -16,7 +16,9 @@ import (
 // deadline, and arms the timer for the next renewal. A Redis error is logged and retried sooner
 // (renewRetryMin, doubling up to the interval); the lease is lost at its deadline if no renewal
 // is confirmed by then (checkDeadline), or at once when a key is gone or owned by someone else.
-// Renewals never overlap: the timer is armed again only when one has ended.
+// Renewals never overlap: the timer is armed again only when one has ended. When checkSoon
+// armed it, it checks the keys instead (extend.lua's check: nothing is extended) and arms the
+// timer again for the renewal that was due.
 func (l *Lease) renew() {
 	l.mu.Lock()
 	if l.stopped || l.ctx.Err() != nil {
@@ -25,23 +27,40 @@ func (l *Lease) renew() {
 	}
 	done := make(chan struct{})
 	l.renewing = done
+	check := l.check
+	l.check = false
 	l.mu.Unlock()
-	next := l.renewOnce()
+	next := l.renewOnce(check)
 	l.mu.Lock()
 	l.renewing = nil
 	close(done)
+	switch {
+	case next > 0 && !check:
+		l.due = time.Now().Add(next)
+	case next > 0:
+		next = max(time.Until(l.due), time.Nanosecond)
+	}
+	if l.again && next > 0 {
+		next, l.check = time.Nanosecond, true // checkSoon asked while this one was in flight
+	}
+	l.again = false
 	if next > 0 && !l.stopped && l.ctx.Err() == nil {
 		l.renewal.Reset(next)
 	}
 	l.mu.Unlock()
 }
 
-// renewOnce runs one renewal and returns when the next one is due, or 0 when the lease ended
-// (lost, released or abandoned meanwhile: the result then no longer matters).
-func (l *Lease) renewOnce() time.Duration {
+// renewOnce runs one renewal, or with check one check of the keys, and returns when the next
+// renewal is due (for a check: anything above 0; renew keeps the due time), or 0 when the lease
+// ended (lost, released or abandoned meanwhile: the result then no longer matters).
+func (l *Lease) renewOnce(check bool) time.Duration {
 	sent := time.Now()
 	ctx, cancel := context.WithDeadline(l.ctx, l.Deadline())
-	res, errs, err := l.p.scriptBatch(ctx, extendScript, l.keys, mayResend, l.owner, l.ttl, l.claim)
+	args := []any{l.owner, l.ttl, l.claim}
+	if check {
+		args = append(args, checkOnly)
+	}
+	res, errs, err := l.p.scriptBatch(ctx, extendScript, l.keys, mayResend, args...)
 	cancel()
 	if l.ctx.Err() != nil {
 		return 0
@@ -49,6 +68,9 @@ func (l *Lease) renewOnce() time.Duration {
 	if err == nil {
 		// A key that now holds another type (WRONGTYPE) is lost, not unreachable.
 		err = errors.Join(slices.DeleteFunc(slices.Clone(errs), isWrongType)...)
+	}
+	if err != nil && check {
+		return time.Nanosecond // the renewals deal with an unreachable Redis
 	}
 	if err != nil {
 		next := min(l.retry, l.interval)
@@ -59,15 +81,35 @@ func (l *Lease) renewOnce() time.Duration {
 		return next
 	}
 	gone := map[string]bool{}
+	var cause error // nil: a key gone or taken, stock's message
+	l.mu.Lock()
+	if l.heard != "" {
+		cause = keyGoneError{event: l.heard} // what the listener heard made this check
+	}
+	l.heard = ""
+	l.mu.Unlock()
 	for i, key := range l.keys {
 		if errs[i] != nil || res[i] != 1 {
 			gone[key] = true
 		}
+		if errs[i] == nil && res[i] == 2 {
+			cause = ErrRevoked // extend.lua: an operator revoked the hold
+		}
 	}
 	// Name the lost keys in the caller's order, as stock's message does.
 	if lost := slices.DeleteFunc(slices.Clone(l.order), func(k string) bool { return !gone[k] }); len(lost) > 0 {
-		l.lose(lost, nil)
+		if check && cause == nil {
+			// Keys gone with nothing heard: the check of the listener's first subscription, which
+			// may follow a restart; a probe of the run_id ends every lease with the right cause
+			// if so (and this lease's loss below is then no news).
+			l.p.epochs.probe(l.ctx)
+		}
+		l.lose(lost, cause)
 		return 0
+	}
+	if check {
+		l.checks.Add(1)
+		return time.Nanosecond
 	}
 	if !l.confirm(sent) {
 		return 0
@@ -77,6 +119,29 @@ func (l *Lease) renewOnce() time.Duration {
 	}
 	l.retry = renewRetryMin
 	return l.interval
+}
+
+// checkOnly is extend.lua's ARGV[4] for a check that extends nothing.
+const checkOnly = "check"
+
+// checkSoon checks the lease's keys now (or as soon as the renewal in flight ends), without
+// renewing them: the listener heard event (hear.go) about one of them, which may be gone, or
+// ("") subscribed for the first time.
+func (l *Lease) checkSoon(event string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped || l.ctx.Err() != nil {
+		return
+	}
+	if event != "" {
+		l.heard = event
+	}
+	if l.renewing != nil {
+		l.again = true
+		return
+	}
+	l.check = true
+	l.renewal.Reset(time.Nanosecond)
 }
 
 // stopRenewals ends the renewals for good (Release, Abandon, with the lease's context already
@@ -101,4 +166,7 @@ func (l *Lease) unwatch() {
 	l.expiry.Stop()
 	l.mu.Unlock()
 	l.p.epochs.remove(l)
+	if l.p.holding.remove(l) {
+		l.p.listen.unuse(true)
+	}
 }

@@ -30,15 +30,15 @@ var (
 	givebackSrc string
 	//go:embed scripts/claimed.lua
 	claimedSrc string
-	//go:embed scripts/unlink.lua
-	unlinkSrc string
+	//go:embed scripts/revoke.lua
+	revokeSrc string
 
 	acquireScript  = newScript(acquireSrc)
 	extendScript   = newScript(extendSrc)
 	releaseScript  = newScript(releaseSrc)
 	givebackScript = newScript(givebackSrc)
 	claimedScript  = newScript(claimedSrc)
-	unlinkScript   = newScript(unlinkSrc)
+	revokeScript   = newScript(revokeSrc)
 )
 
 // Statuses of acquire.lua.

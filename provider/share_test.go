@@ -32,7 +32,7 @@ func (e *env) seeContention(k string) {
 // lock is free for the next of ours at once.
 func TestNoShareRecordWithoutForeignHolders(t *testing.T) {
 	e := newEnv(t, nil)
-	other := provider.New(e.pc, &provider.Options{Namespace: e.ns})
+	other := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
 	for i := range 20 {
 		p := []*provider.Provider{e.p, other}[i%2]
 		require.NoError(t, p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o", AwaitQueue: true}))

@@ -145,7 +145,7 @@ func TestAWaitStartedWhileRedisIsDownRidesItOut(t *testing.T) {
 			t.Cleanup(func() { _ = client.Close() })
 			failed := &unreachables{}
 			client.AddHook(failed)
-			p := provider.New(client, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
+			p := newProvider(t, client, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
 
 			restarted := make(chan error, 1)
 			// Down longer than go-redis's own retries of a call last (about 2 s), so that the
@@ -233,7 +233,7 @@ func bareProxiedEnv(t *testing.T) (*env, *faultproxy.Proxy) {
 	t.Cleanup(func() { _ = client.Close() })
 	e := newEnv(t, nil)
 	e.pc = client
-	e.p = provider.New(client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler),
+	e.p = newProvider(t, client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler),
 		MaximumRetryInterval: 20 * time.Millisecond})
 	c := ctx(t)
 	require.NoError(t, e.p.Acquire(c, []string{"warm-up"}, provider.AcquireOptions{Owner: "warm-up"})) // scripts loaded
@@ -374,7 +374,7 @@ func TestAWaitCutByItsTimeoutDoesNotSayRedisWasUnreachable(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: px.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
 	e := newEnv(t, nil)
-	e.p = provider.New(client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
+	e.p = newProvider(t, client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
 	warmUpLease(t, e.p) // the run_id is read: the lease's first round trip is its attempt
 	e.set("k", "holder", 0)
 	px.Delay(faultproxy.Downstream, 1500*time.Millisecond) // every reply comes after the timeout

@@ -21,7 +21,7 @@ func TestReleaseIsAnnouncedOnlyWhenAWaiterIsMarked(t *testing.T) {
 	t.Cleanup(func() { _ = sub.Close() })
 	_, err := sub.Receive(ctx(t)) // the subscription's confirmation
 	require.NoError(t, err)
-	other := provider.New(e.srv.Client(t), &provider.Options{Namespace: e.ns})
+	other := newProvider(t, e.srv.Client(t), &provider.Options{Namespace: e.ns})
 	for _, k := range []string{"alone", "waited"} {
 		require.NoError(t, other.Acquire(ctx(t), []string{k}, provider.AcquireOptions{Owner: "holder"}))
 	}
@@ -51,7 +51,7 @@ func TestWaiterMarkerIsNeverShortened(t *testing.T) {
 	obs, waiting := waitSignal()
 	e := newEnv(t, slowOpts(obs, false))
 	polled, stop := make(chan struct{}), make(chan struct{})
-	quick := provider.New(e.srv.Client(t), &provider.Options{Namespace: e.ns, MaximumRetryInterval: 10 * time.Millisecond,
+	quick := newProvider(t, e.srv.Client(t), &provider.Options{Namespace: e.ns, MaximumRetryInterval: 10 * time.Millisecond,
 		Waker: &waker{onWait: func(n int) {
 			if n == 2 { // two attempts found the key held
 				close(polled)

@@ -35,7 +35,7 @@ func TestForeignReleaseWakesAWaiter(t *testing.T) {
 			noLeaks(t)
 			obs, waiting := waitSignal()
 			e := newEnv(t, slowOpts(obs, fair))
-			other := provider.New(e.srv.Client(t), &provider.Options{Namespace: e.ns, FairQueue: fair})
+			other := newProvider(t, e.srv.Client(t), &provider.Options{Namespace: e.ns, FairQueue: fair})
 			require.NoError(t, other.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 			done := goAcquire(t, e.p, []string{"k"}, "me")
 			awaitWaiting(t, waiting, "me")
@@ -81,8 +81,8 @@ func TestClusterReleaseWakesAWaiter(t *testing.T) {
 	obs, waiting := waitSignal()
 	opts := slowOpts(obs, true)
 	opts.Namespace = freshNamespace(t)
-	p := provider.New(cl, opts)
-	other := provider.New(cl, &provider.Options{Namespace: opts.Namespace, FairQueue: true})
+	p := newProvider(t, cl, opts)
+	other := newProvider(t, cl, &provider.Options{Namespace: opts.Namespace, FairQueue: true})
 	// Keys on both masters (slots of "a".."f" spread over both halves).
 	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
 		require.NoError(t, other.Acquire(ctx(t), []string{k}, provider.AcquireOptions{Owner: "holder"}))
@@ -141,8 +141,8 @@ func TestAReleaseBeforeTheSubscriptionIsConfirmedIsNotMissed(t *testing.T) {
 			opts := slowOpts(obs, fair)
 			opts.Namespace = freshNamespace(t)
 			gate := gatedSubscriber{Client: shared.Client(t), open: make(chan struct{})}
-			p := provider.New(gate, opts)
-			other := provider.New(shared.Client(t), &provider.Options{Namespace: opts.Namespace, FairQueue: fair})
+			p := newProvider(t, gate, opts)
+			other := newProvider(t, shared.Client(t), &provider.Options{Namespace: opts.Namespace, FairQueue: fair})
 			require.NoError(t, other.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 			done := goAcquire(t, p, []string{"k"}, "me")
 			awaitWaiting(t, waiting, "me")

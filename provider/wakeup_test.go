@@ -94,7 +94,7 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 		{"ForceReleaseOwner", func(t *testing.T, e *env) func() {
 			acquired(t, e)
 			return func() {
-				ok, err := e.p.ForceReleaseOwner(ctx(t), "k", "holder")
+				ok, err := didRelease(e.p.ForceReleaseOwner(ctx(t), "k", "holder", provider.TellHolderFirst))
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
@@ -102,7 +102,7 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 		{"ForceReleaseAny", func(t *testing.T, e *env) func() {
 			acquired(t, e)
 			return func() {
-				owner, ok, err := e.p.ForceReleaseAny(ctx(t), "k")
+				owner, ok, err := didReleaseAny(e.p.ForceReleaseAny(ctx(t), "k", provider.TellHolderFirst))
 				require.NoError(t, err)
 				require.True(t, ok)
 				require.Equal(t, "holder", owner)
@@ -233,7 +233,7 @@ func TestForeignReleaseIsFoundByPolling(t *testing.T) {
 	t.Run("default polling", func(t *testing.T) {
 		obs, waiting := waitSignal()
 		e := newEnv(t, &provider.Options{Observer: obs, DefaultRetryInterval: 10 * time.Millisecond, MaximumRetryInterval: 50 * time.Millisecond})
-		other := provider.New(e.srv.Client(t), &provider.Options{Namespace: e.ns})
+		other := newProvider(t, e.srv.Client(t), &provider.Options{Namespace: e.ns})
 		require.NoError(t, other.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 		done := goAcquire(t, e.p, []string{"k"}, "me")
 		awaitWaiting(t, waiting, "me")

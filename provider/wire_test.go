@@ -39,7 +39,7 @@ func TestDefaultOwnerIsStar(t *testing.T) {
 
 func TestDefaultNamespaceIsMedusaLock(t *testing.T) {
 	e := newEnv(t, nil)
-	p := provider.New(e.pc, nil)
+	p := newProvider(t, e.pc, nil)
 	require.Equal(t, "medusa_lock:", p.Namespace())
 	key := "default-ns-" + e.ns // unique: the default namespace is shared with other tests
 	require.NoError(t, p.Acquire(ctx(t), []string{key}, provider.AcquireOptions{Owner: "o"}))

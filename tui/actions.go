@@ -12,6 +12,7 @@ import (
 	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
+	"github.com/locktui/locktui/tui/components/dialog"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -57,10 +58,22 @@ func (m *model) askRelease() {
 			lines = append(lines, "token  "+strconv.FormatInt(e.Record.FencingToken, 10))
 		}
 	}
-	lines = append(lines, "",
-		"Deleted only if this same hold is still there (compare-and-delete).",
+	seen := provider.Lock{Key: e.Key, Owner: e.Owner, Record: e.Record}
+	why := provider.CannotBeTold(e.Record)
+	lines = append(lines, "", "Only if this same hold is still there (compare-and-delete).")
+	if why != "" {
+		lines = append(lines, "Freed at once: "+why+".", m.auditLine())
+		m.dialog.Open("Force-release this lock?", lines, releaseReq{seen: seen})
+		return
+	}
+	lines = append(lines,
+		"y tells the holder first: its lease ends at once (Execute's ctx, the bridge client's",
+		"AbortSignal, run's command), then it releases the key; nobody else can take it before",
+		"that, or before its TTL runs out if the holder never does.",
+		"! frees it now: the holder may still be inside.",
 		m.auditLine())
-	m.dialog.Open("Force-release this lock?", lines, releaseReq{provider.Lock{Key: e.Key, Owner: e.Owner, Record: e.Record}})
+	m.dialog.OpenWithAlt("Force-release this lock?", lines, releaseReq{seen: seen},
+		dialog.Alt{Key: "!", Label: "free now", Payload: releaseReq{seen: seen, mode: provider.FreeNow}})
 }
 
 // askReleaseAll opens the dialog for releasing every lock of the selected owner.
@@ -133,8 +146,14 @@ func (m *model) release(req releaseReq) tea.Cmd {
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, mutationTimeout)
 		defer cancel()
-		r := m.releaser().ForceReleaseHold(ctx, req.seen)
-		res := releaseDoneMsg{key: key, owner: req.seen.Owner, released: r.Count == 1, err: r.Err, auditErr: auditFailed(r)}
+		r := m.releaser().ForceReleaseHold(ctx, req.seen, req.mode)
+		res := releaseDoneMsg{key: key, owner: req.seen.Owner, released: r.Count == 1, err: r.Err, auditErr: auditFailed(r),
+			told: r.How == provider.HolderTold, toldAt: time.Now(), result: r}
+		if res.told {
+			if l, ok, err := m.cfg.Provider.Get(ctx, key); err == nil && ok {
+				res.ttl = l.TTL
+			}
+		}
 		if r.Err == nil && r.Count == 0 {
 			if l, ok, err := m.cfg.Provider.Get(ctx, key); err == nil && ok && !l.Foreign {
 				res.nowOwner, res.nowHeld = l.Owner, true
@@ -175,10 +194,45 @@ func (m *model) reread(ctx context.Context, key string) {
 	_, _ = m.src.ReadUnpacedInto(ctx, m.hub, []string{key}) // a failure leaves it to the next refresh
 }
 
+// awaitFreedReq follows a release that told the holder first.
+type awaitFreedReq struct{ done releaseDoneMsg }
+
+// awaitFreed waits until the key whose holder was told is freed (audit.Releaser.AwaitFreed), at
+// most its TTL and a second, and reports when.
+func (m *model) awaitFreed(req awaitFreedReq) tea.Cmd {
+	d := req.done
+	return m.rt.mutation(func(ctx context.Context) tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, d.ttl+time.Second)
+		defer cancel()
+		freed, r := m.releaser().AwaitFreed(ctx, d.key, d.result, d.toldAt)
+		m.reread(ctx, d.key)
+		return freedMsg{key: d.key, toldAt: d.toldAt, freedAt: freed, auditErr: auditFailed(r)}
+	})
+}
+
+// onFreed says when a key whose holder was told was freed.
+func (m *model) onFreed(msg freedMsg) {
+	if msg.freedAt.IsZero() {
+		m.setNotice(fmt.Sprintf("%s is still held: its holder was told at %s and did not release it", printable(msg.key), timeOfDay(msg.toldAt)), true)
+	} else {
+		m.setNotice(fmt.Sprintf("freed %s at %s, %s after its holder was told (%s)", printable(msg.key), timeOfDay(msg.freedAt),
+			msg.freedAt.Sub(msg.toldAt).Round(time.Millisecond), timeOfDay(msg.toldAt)), false)
+	}
+	if msg.auditErr != nil {
+		m.setStickyNotice("AUDIT FAILED for " + printable(msg.key) + ": " + msg.auditErr.Error() + " (" + m.notice.text + ")")
+	}
+}
+
+// timeOfDay is a time of day with milliseconds, as notices show it.
+func timeOfDay(t time.Time) string { return t.Format("15:04:05.000") }
+
 func (m *model) onReleaseDone(msg releaseDoneMsg) {
 	switch {
 	case msg.err != nil:
 		m.setNotice(fmt.Sprintf("release of %s failed: %v", printable(msg.key), msg.err), true)
+	case msg.told:
+		m.setNotice(fmt.Sprintf("told the holder of %s at %s; freed when it releases the key (at the latest in %s)",
+			printable(msg.key), timeOfDay(msg.toldAt), msg.ttl.Round(time.Second)), false)
 	case msg.released:
 		m.setNotice(fmt.Sprintf("released %s (owner %s)", printable(msg.key), quote(msg.owner)), false)
 	case msg.nowHeld && msg.nowOwner == msg.owner:

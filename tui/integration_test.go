@@ -283,12 +283,12 @@ func TestIntegrationEmptyOwner(t *testing.T) {
 
 	// The compare-and-delete the console relies on takes "" literally, not as "*".
 	p := provider.New(client, nil)
-	ok, err := p.ForceReleaseOwner(ctx, "anon", "")
+	how, err := p.ForceReleaseOwner(ctx, "anon", "", provider.TellHolderFirst)
 	require.NoError(t, err)
-	assert.False(t, ok, `ForceReleaseOwner(key, "") never deletes a "*" lock`)
-	ok, err = p.ForceReleaseOwner(ctx, "blank:2", "")
+	assert.Equal(t, provider.NotReleased, how, `ForceReleaseOwner(key, "") never deletes a "*" lock`)
+	how, err = p.ForceReleaseOwner(ctx, "blank:2", "", provider.TellHolderFirst)
 	require.NoError(t, err)
-	assert.True(t, ok)
+	assert.Equal(t, provider.Freed, how)
 	assert.Equal(t, int64(1), client.Exists(ctx, "medusa_lock:anon").Val())
 }
 
@@ -365,7 +365,7 @@ func TestIntegrationReadOnlySendsOnlyReads(t *testing.T) {
 	// Defence in depth: the client itself now refuses writes.
 	err := client.Del(ctx, "medusa_lock:cart:1").Err()
 	require.ErrorIs(t, err, ErrReadOnly)
-	_, err = provider.New(client, nil).ForceReleaseOwner(ctx, "cart:1", "owner-a")
+	_, err = provider.New(client, nil).ForceReleaseOwner(ctx, "cart:1", "owner-a", provider.TellHolderFirst)
 	require.ErrorIs(t, err, ErrReadOnly)
 	assert.Equal(t, int64(2), client.Exists(ctx, "medusa_lock:cart:1", "medusa_lock:cart:2").Val())
 }

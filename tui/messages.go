@@ -1,6 +1,9 @@
 package tui
 
 import (
+	"time"
+
+	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/store"
 )
@@ -23,6 +26,12 @@ type (
 	releaseDoneMsg struct {
 		key, owner string
 		released   bool
+		// told is true when the holder, a live lease, was told first (at toldAt); the key is
+		// freed when it releases it, at the latest when ttl has passed (freedMsg follows).
+		told   bool
+		toldAt time.Time
+		ttl    time.Duration
+		result audit.Released // what the release did, for the freedMsg that follows
 		// nowHeld is true when the key is still held after a refused release, by nowOwner
 		// (which may be "": the empty owner is an owner like any other; when it is owner, the
 		// hold changed since the dialog opened: taken again or re-entered under that owner, or
@@ -31,6 +40,12 @@ type (
 		nowOwner string
 		err      error
 		auditErr error
+	}
+	// freedMsg says when a key whose holder was told first was freed (zero: the wait ended).
+	freedMsg struct {
+		key             string
+		toldAt, freedAt time.Time
+		auditErr        error
 	}
 	// releaseAllDoneMsg is the result of releasing every lock of an owner.
 	releaseAllDoneMsg struct {
@@ -44,7 +59,10 @@ type (
 
 // releaseReq and releaseAllReq are the payloads of the confirmation dialog.
 type (
-	releaseReq struct{ seen provider.Lock } // the hold the dialog showed
+	releaseReq struct { // the hold the dialog showed, and how to release it
+		seen provider.Lock
+		mode provider.ReleaseMode
+	}
 
 	releaseAllReq struct {
 		owner string

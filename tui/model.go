@@ -164,6 +164,13 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case releaseDoneMsg:
 		m.onReleaseDone(msg)
 		m.watch.Refresh()
+		if msg.told {
+			return m, m.awaitFreed(awaitFreedReq{done: msg})
+		}
+		return m, nil
+	case freedMsg:
+		m.onFreed(msg)
+		m.watch.Refresh()
 		return m, nil
 	case releaseAllDoneMsg:
 		m.onReleaseAllDone(msg)

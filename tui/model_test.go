@@ -131,7 +131,7 @@ func TestReadOnlyHidesMutations(t *testing.T) {
 		assert.Nil(t, press(m, "y"))
 	}
 	// Even a dialog opened some other way cannot release.
-	m.dialog.Open("x", nil, releaseReq{provider.Lock{Key: "cart:1", Owner: "o"}})
+	m.dialog.Open("x", nil, releaseReq{seen: provider.Lock{Key: "cart:1", Owner: "o"}})
 	assert.Nil(t, press(m, "y"))
 }
 

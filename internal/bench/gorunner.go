@@ -50,23 +50,34 @@ func (g GoImpl) Open(ctx context.Context, env Env) (Runner, error) {
 		opts = *g.Options
 	}
 	opts.FairQueue = opts.FairQueue || env.FairQueue
-	return openGoRunner(ctx, g.Name(), env.RedisURL, func(locks redis.UniversalClient) func(string) Executor {
+	var providers []*provider.Provider // closed with the runner: their listeners linger otherwise
+	r, err := openGoRunner(ctx, g.Name(), env.RedisURL, func(locks redis.UniversalClient) func(string) Executor {
 		return func(namespace string) Executor {
 			o := opts
 			o.Namespace = namespace
 			p := provider.New(locks, &o)
+			providers = append(providers, p)
 			if g.Wrap != nil {
 				return g.Wrap(p)
 			}
 			return p
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	r.onClose = func() {
+		for _, p := range providers {
+			p.Close()
+		}
+	}
+	return r, nil
 }
 
 // openGoRunner opens the in-process runner of GoImpl and PeerImpl: a lock client and a counter
 // client from redisconn.Open, and the executors that newExec makes on the lock client, one per
 // scenario (given its namespace).
-func openGoRunner(ctx context.Context, name, url string, newExec func(locks redis.UniversalClient) func(namespace string) Executor) (Runner, error) {
+func openGoRunner(ctx context.Context, name, url string, newExec func(locks redis.UniversalClient) func(namespace string) Executor) (*goRunner, error) {
 	locks, err := redisconn.Open(url, redisconn.TLSFiles{})
 	if err != nil {
 		return nil, err
@@ -89,9 +100,13 @@ type goRunner struct {
 	newExec func(namespace string) Executor
 	locks   redis.UniversalClient
 	counter redis.UniversalClient
+	onClose func() // closes what newExec made; nil: nothing
 }
 
 func (r *goRunner) Close() error {
+	if r.onClose != nil {
+		r.onClose()
+	}
 	return errors.Join(r.locks.Close(), r.counter.Close())
 }
 

@@ -191,20 +191,32 @@ after one line on stderr; if it still cannot be reached then, acquire says so an
 			fs.Var(durationFlag{&o.wait}, "wait", "wait up to `D` for held keys instead of failing at once (AwaitQueue)")
 		}, true)
 
-	release := s.command(o, "release KEY... (--owner OWNER | --force)",
+	release := s.command(o, "release KEY... (--owner OWNER | --force) [--now] [--wait D]",
 		"release locks of an owner, or whoever holds them",
-		`Release every KEY. With --owner, only keys OWNER holds are deleted (owner-checked, as stock
-release). With --force, each key is deleted whoever holds it now (compare-and-delete, so a key
-that changes hands in between is not deleted blindly) and the owner it had is printed.
-Exits 0 when every key was released, 3 when some key was not (not held, another owner's, or
-not a lock).
+		`Release every KEY. With --owner, only keys OWNER holds are released (owner-checked, as stock
+release). With --force, each key is released whoever holds it now (compare-and-delete, so a
+key that changes hands in between is not released blindly) and the owner it had is printed.
 
-Each key is audited (see the audit flags) with its result (released, not_held or error):
---force as force_release_any with the owner the key had, --owner as force_release (the
-owner-checked delete the console's d does) with OWNER.`,
+A key held by a live lease of locktui's (Execute, a bridge client's execute or lease, locktui
+run) is not deleted under its holder: the holder is told first (its lease ends at once: the
+job's ctx is cancelled, the bridge client's AbortSignal aborts, run stops its command), and
+the key is freed when the holder releases it, or at the latest when its TTL runs out. release
+prints when the holder was told and waits, up to --wait (default: until then), for the key to
+be freed, and prints when. Any other hold (stock Medusa's, a plain acquire's, a lease that
+stopped renewing) cannot be told and is freed at once. --now frees every key at once whatever
+holds it: the holder may still be inside.
+Exits 0 when every key was released (or its holder told), 3 when some key was not (not held,
+another owner's, or not a lock).
+
+Each key is audited (see the audit flags) with its result (released, holder_told, not_held or
+error) and mode (tell_first, free_now): --force as force_release_any with the owner the key
+had, --owner as force_release (the owner-checked release the console's d does) with OWNER; a
+key whose holder was told gets a second record, freed, when it is freed.`,
 		runRelease, func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.owner, "owner", "", "release only the locks `OWNER` holds (\"*\" for the anonymous owner)")
 			fs.BoolVar(&o.force, "force", false, "release whoever holds each key (--force=false, not --force false)")
+			fs.BoolVar(&o.now, "now", false, "free the keys at once, without telling a lease's holder first")
+			fs.Var(durationFlag{&o.wait}, "wait", "after telling a holder, wait up to `D` for the key to be freed (default: until it is; 0: do not wait)")
 			o.auditFlags(fs)
 		}, true)
 	release.Annotations[annotationAudited] = "true"

@@ -44,6 +44,9 @@ type conn struct {
 // in flight when the client closes under it, and neither what go-redis then logs nor anything
 // else may reach the command's stderr after the command returned.
 func (c *conn) Close() {
+	if c.p != nil {
+		c.p.Close()
+	}
 	if c.warnings != nil {
 		c.warnings.shut()
 	}

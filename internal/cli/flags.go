@@ -33,6 +33,7 @@ type options struct {
 	json         bool
 	owner        string
 	force        bool
+	now          bool          // release: free the keys at once, without telling a lease's holder first
 	expire       time.Duration // acquire's TTL
 	leaseExpire  time.Duration // run's lease
 	wait         time.Duration

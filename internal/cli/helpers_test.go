@@ -79,7 +79,9 @@ func (e *env) fill(t *testing.T, prefix, owner string, locks, others int) {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	srv := redistest.Start(t)
-	return &env{srv: srv, p: provider.New(srv.Client(t), nil)}
+	p := provider.New(srv.Client(t), nil)
+	t.Cleanup(p.Close)
+	return &env{srv: srv, p: p}
 }
 
 // newApp returns an App that sees no REDIS_URL (so nothing reaches a server on 6379).

@@ -164,27 +164,65 @@ func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
 // and reports the outcome: released keys on stdout, the others on stderr with the reason.
 // --force is audited as force_release_any with the owner the key had; --owner as
 // force_release, the owner-checked compare-and-delete the console's d does (see the package
-// documentation).
+// documentation). A live lease's holder is told first (unless --now), and the key followed
+// until it is freed (waitFreed).
 func (s *session) releaseOne(ctx context.Context, tr *trail, key string, o *options) (bool, error) {
 	var r audit.Released
+	mode := provider.TellHolderFirst
+	if o.now {
+		mode = provider.FreeNow
+	}
 	action := audit.ActionForceRelease
 	if o.force {
 		action = audit.ActionForceReleaseAny
-		r = tr.ForceReleaseAny(ctx, key)
+		r = tr.ForceReleaseAny(ctx, key, mode)
 	} else {
-		r = tr.ForceReleaseOwner(ctx, key, o.owner)
+		r = tr.ForceReleaseOwner(ctx, key, o.owner, mode)
+	}
+	toldAt := time.Now()
+	owned := ""
+	if o.force {
+		owned = fmt.Sprintf(" (owner %q)", r.Owner)
 	}
 	switch {
 	case r.Err != nil:
+	case r.How == provider.HolderTold:
+		fmt.Fprintf(s.stdout, "told the holder of %q%s at %s: %s\n", key, owned, toldAt.UTC().Format(time.RFC3339Nano), r.Holder)
 	case r.Count == 0:
 		s.whyNotReleased(ctx, tr.Provider, key, o.owner)
-	case o.force:
-		fmt.Fprintf(s.stdout, "released %q (owner %q)\n", key, r.Owner)
 	default:
-		fmt.Fprintf(s.stdout, "released %q\n", key)
+		fmt.Fprintf(s.stdout, "released %q%s\n", key, owned)
 	}
 	tr.warnAudit(action, key, r)
-	return r.Count == 1, r.Err
+	if r.How == provider.HolderTold {
+		s.waitFreed(ctx, tr, key, o, r, toldAt)
+	}
+	return r.How.Done(), r.Err
+}
+
+// waitFreed follows a key whose holder release told first until it is freed (by the holder's
+// release or its TTL), up to --wait (without it, the key's TTL and a second), and says when.
+func (s *session) waitFreed(ctx context.Context, tr *trail, key string, o *options, r audit.Released, toldAt time.Time) {
+	limit := o.wait
+	if !o.set["wait"] {
+		limit = time.Second
+		if l, held, err := tr.Provider.Get(ctx, key); err == nil && held && l.TTL > 0 {
+			limit += l.TTL
+		}
+	}
+	if limit <= 0 {
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	freed, done := tr.AwaitFreed(wait, key, r, toldAt)
+	if freed.IsZero() {
+		s.errorf("%q is still held %s after its holder was told", key, time.Since(toldAt).Round(time.Millisecond))
+	} else {
+		fmt.Fprintf(s.stdout, "freed %q at %s, %s after its holder was told\n", key, freed.UTC().Format(time.RFC3339Nano),
+			freed.Sub(toldAt).Round(time.Millisecond))
+	}
+	tr.warnAudit(audit.ActionFreed, key, done)
 }
 
 // whyNotReleased says on stderr why key was not released for owner ("" for any owner).

@@ -198,6 +198,37 @@ func TestForceRelease(t *testing.T) {
 	require.EqualValues(t, 1, n, "a foreign key is never deleted")
 }
 
+// release --force of a key a live lease holds tells the holder first, then waits for the key to
+// be freed (here by the holder, which releases it when told) and says when; --now frees at once.
+func TestForceReleaseTellsALeaseFirst(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	lease, err := e.p.AcquireLease(ctx, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	go func() {
+		<-lease.Done() // told: the holder releases
+		_, _ = lease.Release(context.Background())
+	}()
+	r := run(t, "release", "--force", "k", "--redis", e.srv.URL)
+	requireCode(t, r, cli.ExitOK)
+	require.Regexp(t, `^told the holder of "k" \(owner "execute:[^"]+"\) at \S+: cli\.test \(pid \d+ on .+\)`+
+		`, held since \S+, fencing token \d+\nfreed "k" at \S+, \S+ after its holder was told\n$`, r.stdout)
+	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
+	require.Empty(t, e.holder(t, "k"))
+
+	other, err := e.p.AcquireLease(ctx, []string{"k2"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	r = run(t, "release", "--force", "--now", "k2", "--redis", e.srv.URL)
+	requireCode(t, r, cli.ExitOK)
+	require.Regexp(t, `^released "k2" \(owner "execute:[^"]+"\)\n$`, r.stdout)
+	require.Empty(t, e.holder(t, "k2"))
+	select {
+	case <-other.Done(): // it heard the delete
+	case <-time.After(10 * time.Second):
+		t.Fatal("the holder of a key freed now never heard of it")
+	}
+}
+
 func TestReleaseAll(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -106,12 +106,12 @@ func TestProviderOnMiniredis(t *testing.T) {
 	require.NoError(t, p.Acquire(ctx, []string{"order:1"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 
 	// ForceRelease compares the owner; ForceReleaseAny reports who held it.
-	ok, err = p.ForceReleaseOwner(ctx, "order:1", "someone-else")
+	how, err := p.ForceReleaseOwner(ctx, "order:1", "someone-else", provider.TellHolderFirst)
 	require.NoError(t, err)
-	assert.False(t, ok)
-	owner, ok, err := p.ForceReleaseAny(ctx, "order:1")
+	assert.Equal(t, provider.NotReleased, how)
+	owner, how, err := p.ForceReleaseAny(ctx, "order:1", provider.TellHolderFirst)
 	require.NoError(t, err)
-	assert.True(t, ok)
+	assert.Equal(t, provider.Freed, how, "a plain acquisition cannot be told: freed at once")
 	assert.Equal(t, "o", owner)
 
 	// TTLs run down with the clock: a waiter gets a key whose holder never releases it.

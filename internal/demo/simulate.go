@@ -163,6 +163,7 @@ func (s *Simulator) Run(ctx context.Context) error {
 			Logger:    slog.New(slog.DiscardHandler), // lost leases are the point here, not warnings
 			Holder:    a.holder,
 		})
+		defer providers[i].Close()
 	}
 	for _, st := range s.keys.stuck[:initialStuck] {
 		s.plant(ctx, providers[len(actors)-1], st) // by the crashed pods, as replant's later ones

@@ -11,6 +11,8 @@
 -- try-once acquisition.
 -- ARGV[7] is the taking process for the record: host, pid, program and client kind joined by
 -- NUL bytes.
+-- ARGV[9] is, for a lease, its TTL in seconds (the record's "lease"), and '' for a plain
+-- acquisition.
 -- ARGV[8] is '1' when the attempt honours stock's turns (see lib.lua): it reads the share
 -- record, and a waiting call's attempt then leaves a free lock to processes that write no
 -- holder record in their turn. The caller sets it only where contention was seen (share.go), so

@@ -15,6 +15,9 @@
 --   re     1 when that call re-entered a lock its owner already held, else empty
 --   prev   (re-entries only) JSON {at, rec, recAt}: the lock's expiry, its record's text and
 --          the record's own expiry before the re-entry
+--   lease  for a lease's hold (renewed, and told when an operator revokes it), its TTL in
+--          seconds; empty for a plain acquisition
+--   revoked  when an operator revoked the hold (absolute ms; see revoke.lua), else empty
 -- KEYS[3] and KEYS[4] the fair queue (Options.FairQueue only, see queue.go): a list of tickets
 --   (the claims of waiting calls) in arrival order and a sorted set of ticket -> expiry
 --   (absolute ms). A ticket that is not refreshed expires and is dropped when it reaches the
@@ -77,12 +80,12 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- recordText is the holder record of a hold: claim, at, since and fence as decimal text, re and
--- prev ('' when not a re-entry), the taking process ARGV[7] and the owner ARGV[1], in the order
--- of RECORD_FIELDS.
+-- recordText is the holder record of a new hold: claim, at, since and fence as decimal text, re
+-- and prev ('' when not a re-entry), the taking process ARGV[7], the lease's TTL ARGV[9] ('' for
+-- a plain acquisition), not revoked, and the owner ARGV[1], in the order of RECORD_FIELDS.
 local function recordText(claim, at, since, fence, re, prev)
   return claim .. '\0' .. at .. '\0' .. since .. '\0' .. fence .. '\0' .. ARGV[7] .. '\0' .. re .. '\0' .. prev ..
-    '\0' .. ARGV[1]
+    '\0' .. ARGV[9] .. '\0\0' .. ARGV[1]
 end
 
 -- readRecord returns the record as a table of its fields (empty ones left out, the owner as

@@ -198,21 +198,27 @@ function buildCmd(name) {
 /** Builds cmd/bridge (see buildCmd). */
 const buildBridge = () => buildCmd("bridge")
 
+/** Runs the locktui CLI (built by buildCmd) with args; resolves {code, stdout, stderr}. */
+async function locktui(args) {
+  const bin = await buildCmd("locktui")
+  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (d) => (stdout += d))
+  child.stderr.on("data", (d) => (stderr += d))
+  const code = await new Promise((resolve) => child.on("close", resolve))
+  return { code, stdout, stderr }
+}
+
 /**
  * The holder record of lock key (without namespace) in namespace, as `locktui get --json` reads
  * it from the Redis at url: its fields (host, pid, prog, kind, fence, ...), or null when there is
  * none.
  */
 async function holderRecord(url, namespace, key) {
-  const bin = await buildCmd("locktui")
-  const child = spawn(bin, ["get", key, "--json", "--redis", url, "--namespace", namespace], { stdio: ["ignore", "pipe", "pipe"] })
-  let stdout = ""
-  let stderr = ""
-  child.stdout.on("data", (d) => (stdout += d))
-  child.stderr.on("data", (d) => (stderr += d))
-  const code = await new Promise((resolve) => child.on("close", resolve))
-  if (code !== 0) throw new Error(`locktui get ${key} exited ${code}: ${stderr}`)
-  return JSON.parse(stdout).record?.fields ?? null
+  const r = await locktui(["get", key, "--json", "--redis", url, "--namespace", namespace])
+  if (r.code !== 0) throw new Error(`locktui get ${key} exited ${r.code}: ${r.stderr}`)
+  return JSON.parse(r.stdout).record?.fields ?? null
 }
 
 function httpStatus(url) {
@@ -318,6 +324,7 @@ module.exports = {
   startRedis,
   buildBridge,
   buildCmd,
+  locktui,
   holderRecord,
   startBridge,
   startProxy,

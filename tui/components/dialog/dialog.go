@@ -1,5 +1,6 @@
 // Package dialog is the confirmation dialog of the console's mutations: it names what will be
-// done and is answered with "y"; any other key cancels.
+// done and is answered with "y" (or, when the dialog offers one, its alternative key); any other
+// key cancels.
 package dialog
 
 import (
@@ -17,6 +18,7 @@ type Model struct {
 	title   string
 	lines   []string
 	payload any
+	alt     Alt // the alternative answer, if any
 	active  bool
 	width   int
 	height  int
@@ -25,22 +27,36 @@ type Model struct {
 // New returns a closed dialog.
 func New(c *common.Common) *Model { return &Model{common: c} }
 
+// Alt is a second way to confirm: Key answers with Payload instead of the dialog's own.
+type Alt struct {
+	Key, Label string
+	Payload    any
+}
+
 // Open asks title with the explanation lines; payload comes back from Answer.
 func (m *Model) Open(title string, lines []string, payload any) {
-	m.title, m.lines, m.payload, m.active = title, lines, payload, true
+	m.OpenWithAlt(title, lines, payload, Alt{})
+}
+
+// OpenWithAlt is Open with an alternative answer (alt.Key empty: none).
+func (m *Model) OpenWithAlt(title string, lines []string, payload any, alt Alt) {
+	m.title, m.lines, m.payload, m.alt, m.active = title, lines, payload, alt, true
 }
 
 // Active reports whether the dialog is open.
 func (m *Model) Active() bool { return m.active }
 
-// Answer closes the dialog with the key pressed: it returns the payload and true for "y",
-// nil and false for anything else.
+// Answer closes the dialog with the key pressed: it returns the payload and true for "y", the
+// alternative's payload and true for its key, nil and false for anything else.
 func (m *Model) Answer(k tea.KeyPressMsg) (any, bool) {
 	m.active = false
-	p := m.payload
-	m.payload = nil
-	if k.String() == "y" {
+	p, alt := m.payload, m.alt
+	m.payload, m.alt = nil, Alt{}
+	switch {
+	case k.String() == "y":
 		return p, true
+	case alt.Key != "" && k.String() == alt.Key:
+		return alt.Payload, true
 	}
 	return nil, false
 }
@@ -57,8 +73,11 @@ func (m *Model) View() string {
 	for _, l := range m.lines {
 		b.WriteString("\n" + lipgloss.NewStyle().Width(inner).Render(l))
 	}
-	b.WriteString("\n\n" + st.HelpKey.Render("y") + " " + st.HelpDesc.Render("confirm") +
-		"   " + st.HelpKey.Render("any other key") + " " + st.HelpDesc.Render("cancel"))
+	b.WriteString("\n\n" + st.HelpKey.Render("y") + " " + st.HelpDesc.Render("confirm"))
+	if m.alt.Key != "" {
+		b.WriteString("   " + st.HelpKey.Render(m.alt.Key) + " " + st.HelpDesc.Render(m.alt.Label))
+	}
+	b.WriteString("   " + st.HelpKey.Render("any other key") + " " + st.HelpDesc.Render("cancel"))
 	box := st.Dialog.Render(b.String())
 	return lipgloss.Place(m.width, m.height, lipgloss.Center, lipgloss.Center, box)
 }

@@ -1,0 +1,201 @@
+package provider_test
+
+// Force-release tells the holder first (docs/safety.md, "Force-release"), and holders hear what
+// happens to their keys (hear.go). Each test has a holder, a waiter and an operator, each with a
+// Provider of its own, as three processes would; times are taken on this process's monotonic
+// clock.
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/provider"
+)
+
+// told waits until l ends and returns when it did (a failing test after wait).
+func told(t *testing.T, l *provider.Lease) time.Time {
+	t.Helper()
+	select {
+	case <-l.Done():
+		return time.Now()
+	case <-time.After(wait):
+		t.Fatal("the holder was never told")
+		return time.Time{}
+	}
+}
+
+// waiter starts a lease on key from p that waits up to timeout, and returns a channel with the
+// time it was granted (or the zero time and the error).
+func waiter(t *testing.T, p *provider.Provider, key string, timeout time.Duration) <-chan granted {
+	out := make(chan granted, 1)
+	go func() {
+		l, err := p.AcquireLease(context.Background(), []string{key}, provider.LeaseOptions{Timeout: timeout, Expire: 30 * time.Second})
+		g := granted{at: time.Now(), err: err}
+		if err == nil {
+			_, _ = l.Release(context.Background())
+		}
+		out <- g
+	}()
+	return out
+}
+
+type granted struct {
+	at  time.Time
+	err error
+}
+
+// A force-release of a live lease tells its holder first: the holder's lease ends at once (not
+// at its next renewal, 10 s away), the key stays held until the holder releases it, and only
+// then does the waiter get it. Before, the key was deleted at once: the waiter entered within
+// milliseconds and the holder learned at its next renewal.
+func TestForceReleaseTellsALiveLeaseFirst(t *testing.T) {
+	e := newEnv(t, nil)
+	other := func() *provider.Provider {
+		p := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+		t.Cleanup(p.Close)
+		return p
+	}
+	holderP, waiterP, operatorP := e.p, other(), other()
+	c := ctx(t)
+	lease, err := holderP.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	obs := waiter(t, waiterP, "k", wait)
+	require.Eventually(t, func() bool { return provider.WakeupsLive(holderP) }, wait, time.Millisecond, "the holder's listener is up")
+
+	seen, ok, err := operatorP.Get(c, "k")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Empty(t, provider.CannotBeTold(seen.Record), "a live lease can be told")
+	how, err := operatorP.ForceReleaseHold(c, seen, provider.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, provider.HolderTold, how)
+
+	toldAt := told(t, lease)
+	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
+	require.Contains(t, lease.Err().Error(), "force-released")
+	e.requireOwner("k", lease.Owner()) // still held: the holder has not released it
+	select {
+	case g := <-obs:
+		t.Fatalf("the waiter got the key (at %v, err %v) before the holder released it", g.at, g.err)
+	default:
+	}
+	releasedAt := time.Now()
+	_, err = lease.Release(c)
+	require.NoError(t, err)
+	g := <-obs
+	require.NoError(t, g.err)
+	require.True(t, g.at.After(releasedAt), "the waiter entered after the holder released the key")
+	require.True(t, toldAt.Before(releasedAt))
+}
+
+// A holder that is told but never releases (a process hung in its job) keeps the key from
+// everyone else until its TTL runs out, which is after its own deadline: its renewals fail
+// from the revocation on.
+func TestAToldHolderThatNeverReleasesKeepsTheKeyUntilItsDeadline(t *testing.T) {
+	e := newEnv(t, nil)
+	waiterP := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+	t.Cleanup(waiterP.Close)
+	c := ctx(t)
+	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 2 * time.Second})
+	require.NoError(t, err)
+	how, err := e.p.ForceReleaseOwner(c, "k", lease.Owner(), provider.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, provider.HolderTold, how)
+	told(t, lease)
+	deadline := lease.Deadline()
+	g := <-waiter(t, waiterP, "k", wait)
+	require.NoError(t, g.err)
+	require.False(t, g.at.Before(deadline), "the waiter entered at %v, before the told holder's deadline %v", g.at, deadline)
+}
+
+// A holder that hears nothing (its Provider's listener is closed) is told at its next renewal,
+// which fails for a revoked hold instead of extending it.
+func TestAHolderThatHearsNothingIsToldAtItsNextRenewal(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	deaf := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+	deaf.Close() // no listener: renewals alone tell it
+	lease, err := deaf.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: time.Second})
+	require.NoError(t, err)
+	how, err := e.p.ForceReleaseOwner(c, "k", lease.Owner(), provider.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, provider.HolderTold, how)
+	told(t, lease)
+	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
+	require.Contains(t, provider.LossReason(lease.Err()), "force-released")
+}
+
+// Holds that cannot be told are freed at once: a stock process's (no holder record), a plain
+// acquisition's (not a lease); FreeNow frees a live lease at once too, and its holder hears of
+// the delete at once (it renews, finds the key gone and ends the lease) instead of at its next
+// renewal.
+func TestHoldsThatCannotBeToldAreFreedAtOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("stock", "stock-owner", time.Minute)
+	seen := e.seen("stock")
+	require.Contains(t, provider.CannotBeTold(seen.Record), "stock")
+	how, err := e.p.ForceReleaseHold(c, seen, provider.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, provider.Freed, how)
+	e.requireFree("stock")
+
+	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
+	seen = e.seen("plain")
+	require.Contains(t, provider.CannotBeTold(seen.Record), "not a lease")
+	how, err = e.p.ForceReleaseHold(c, seen, provider.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, provider.Freed, how)
+	e.requireFree("plain")
+
+	operator := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+	t.Cleanup(operator.Close)
+	lease, err := e.p.AcquireLease(c, []string{"lease"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) }, wait, time.Millisecond, "the holder's listener is up")
+	how, err = operator.ForceReleaseOwner(c, "lease", lease.Owner(), provider.FreeNow)
+	require.NoError(t, err)
+	require.Equal(t, provider.Freed, how)
+	told(t, lease)
+	require.Contains(t, lease.Err().Error(), "reported the key freed", "heard, not found at a renewal 10 s later")
+}
+
+// A holder hears a delete by hand of its key through keyspace notifications and ends its lease
+// at once, not at its next renewal.
+func TestAHolderHearsItsKeyDeletedByHand(t *testing.T) {
+	srv := redistest.Start(t)
+	e := newEnvOn(t, srv, nil)
+	c := ctx(t)
+	require.NoError(t, e.rdb.ConfigSet(c, "notify-keyspace-events", "Kgx").Err())
+	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) }, wait, time.Millisecond, "the holder's listener is up")
+	require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
+	told(t, lease)
+	require.Contains(t, lease.Err().Error(), "reported the key del")
+}
+
+// A message about an earlier holder's release, heard after this lease took the key (here one
+// published by hand), does not end the lease: the check it makes finds the key still the
+// lease's, and renews nothing.
+func TestAStaleFreeMessageDoesNotEndALease(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) }, wait, time.Millisecond)
+	before := provider.ChecksRun(lease) // the check of the listener's first subscription, if it ran yet
+	deadline := lease.Deadline()
+	require.NoError(t, e.rdb.Publish(c, provider.FreeChannel(e.ns), "\n"+e.key("k")).Err())
+	require.Eventually(t, func() bool { return provider.ChecksRun(lease) > before }, wait, time.Millisecond,
+		"the lease checks its key on hearing of a release of it")
+	require.NoError(t, lease.Err())
+	require.Equal(t, deadline, lease.Deadline(), "a check renews nothing")
+	ok, err := lease.Release(c)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
