@@ -103,6 +103,9 @@ type LockReleased struct {
 	// Holder names the process cut off, as Record.Holder does: its holder record
 	// (provider.Record.String) or provider.NoHolderRecord.
 	Holder string `json:"holder"`
+	// Told is true when the lock was a live lease whose holder was told first, not deleted: it
+	// releases the key itself, or the key expires with its TTL.
+	Told bool `json:"told,omitempty"`
 }
 
 // Sink stores audit records. Implementations are safe for concurrent use.

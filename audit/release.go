@@ -27,9 +27,10 @@ type Releaser struct {
 	// the console and the CLI pass their read budget, so a release of an owner's locks loads
 	// Redis no more than a refresh or a list does. The zero value walks as fast as Redis answers.
 	Scan provider.ScanOptions
-	// OnReleased, if not nil, is called with each lock ReleaseOwner deletes, as it deletes it
-	// (never concurrently): a console shows the count so far while a long walk goes on.
-	OnReleased func(provider.Lock)
+	// OnReleased, if not nil, is called with each lock ReleaseOwner deletes or whose holder it
+	// tells, as it does (never concurrently): a console shows the count so far while a long walk
+	// goes on.
+	OnReleased func(provider.Lock, provider.Revocation)
 	// LocksPerRecord is the most locks one record of ReleaseOwner names (Record.Part); 0 means
 	// DefaultLocksPerRecord.
 	LocksPerRecord int
@@ -189,14 +190,14 @@ func holderOf(l provider.Lock) string {
 	return l.Record.String()
 }
 
-// ReleaseOwner deletes every lock of owner (provider ReleaseAllWith, paced by Scan:
-// compare-and-unlink per key; the console's D and release-all) and records it as
-// ActionReleaseOwner, naming each lock deleted with the holder it cut off, as read in the same
-// paced walk just before the delete. The record is written also when the walk failed
+// ReleaseOwner force-releases every lock of owner (provider ReleaseAllWith in mode, paced by
+// Scan: compare-and-unlink per key, a live lease's holder told first unless mode is FreeNow;
+// the console's D and release-all) and records it as ActionReleaseOwner, naming each lock
+// deleted or told with the holder, as read in the same paced walk just before. The record is written also when the walk failed
 // part-way: it names the locks deleted until then. A release of more than LocksPerRecord
 // locks writes its record in parts (Record.Part), each full one as soon as the next lock is
 // deleted; AuditErr is the first part's error that could not be written.
-func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
+func (r *Releaser) ReleaseOwner(ctx context.Context, owner string, mode provider.ReleaseMode) Released {
 	perRecord := r.LocksPerRecord
 	if perRecord <= 0 {
 		perRecord = DefaultLocksPerRecord
@@ -204,24 +205,24 @@ func (r *Releaser) ReleaseOwner(ctx context.Context, owner string) Released {
 	var locks []LockReleased
 	var part int
 	var auditErr error
-	keep := func(l provider.Lock) {
+	keep := func(l provider.Lock, how provider.Revocation) {
 		if r.Sink != nil {
 			if len(locks) == perRecord { // a full part, and more to come: the last part is never empty
 				part++
-				err := r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks, Part: part},
+				err := r.record(ctx, Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks, Part: part, Mode: modeName(mode)},
 					Released{Count: len(locks), Owner: owner})
 				auditErr = cmp.Or(auditErr, err)
 				locks = nil
 			}
-			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l)})
+			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l), Told: how == provider.HolderTold})
 		}
 		if r.OnReleased != nil {
-			r.OnReleased(l)
+			r.OnReleased(l, how)
 		}
 	}
-	n, err := r.Provider.ReleaseAllWith(ctx, owner, r.Scan, keep)
+	n, err := r.Provider.ReleaseAllWith(ctx, owner, r.Scan, mode, keep)
 	out := Released{Count: n, Owner: owner, Err: err}
-	last := Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks}
+	last := Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks, Mode: modeName(mode)}
 	if part > 0 {
 		last.Part = part + 1
 	}

@@ -38,7 +38,7 @@ func TestReleaserRecordsEveryOutcome(t *testing.T) {
 	assert.Equal(t, audit.Released{Count: 1, How: provider.Freed, Owner: "o1"}, brief(r.ForceReleaseOwner(ctx, "a", "o1", provider.TellHolderFirst)))
 	assert.Equal(t, audit.Released{Count: 0, Owner: "o1"}, brief(r.ForceReleaseOwner(ctx, "hash", "o1", provider.TellHolderFirst)), "a key of another type is not held")
 	assert.Equal(t, audit.Released{Count: 1, How: provider.Freed, Owner: "o1"}, brief(r.ForceReleaseAny(ctx, "b", provider.TellHolderFirst)))
-	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ReleaseOwner(ctx, "o1"))
+	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ReleaseOwner(ctx, "o1", provider.TellHolderFirst))
 	assert.Equal(t, audit.Released{Count: 1, How: provider.Freed, Owner: "o3"}, brief(r.ForceReleaseAny(ctx, "stock", provider.TellHolderFirst)))
 
 	entries, err := client.XRange(ctx, "audit:test", "-", "+").Result()
@@ -167,7 +167,7 @@ func TestReleaseOwnerWritesALargeReleaseInParts(t *testing.T) {
 	t.Cleanup(func() { _ = trail.Close() })
 	r := &audit.Releaser{Provider: p, Sink: trail, LocksPerRecord: 2}
 
-	assert.Equal(t, audit.Released{Count: 5, Owner: "o"}, r.ReleaseOwner(ctx, "o"))
+	assert.Equal(t, audit.Released{Count: 5, Owner: "o"}, r.ReleaseOwner(ctx, "o", provider.TellHolderFirst))
 
 	entries, err := client.XRange(ctx, "audit:test", "-", "+").Result()
 	require.NoError(t, err)
@@ -195,7 +195,7 @@ func TestReleaseOwnerWritesALargeReleaseInParts(t *testing.T) {
 
 	// Exactly LocksPerRecord locks are one record, not a full part and an empty one.
 	require.NoError(t, p.Acquire(ctx, []string{"x", "y"}, provider.AcquireOptions{Owner: "o2"}))
-	assert.Equal(t, audit.Released{Count: 2, Owner: "o2"}, r.ReleaseOwner(ctx, "o2"))
+	assert.Equal(t, audit.Released{Count: 2, Owner: "o2"}, r.ReleaseOwner(ctx, "o2", provider.TellHolderFirst))
 	recs := readLines(t, path)
 	require.Len(t, recs, 4)
 	assert.Zero(t, recs[3].Part)

@@ -50,7 +50,7 @@ func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bo
 // execute locks survive, as in stock) and returns how many it deleted (see ReleaseAllWith; it
 // walks as fast as Redis answers).
 func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
-	return p.ReleaseAllWith(ctx, owner, ScanOptions{}, nil)
+	return p.ReleaseAllWith(ctx, owner, ScanOptions{}, FreeNow, nil)
 }
 
 // ReleaseAllWith is ReleaseAll paced by opts. It walks the namespace as ScanWith does (SCAN on
@@ -58,11 +58,17 @@ func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
 // with one atomic compare-and-unlink per key, pipelined per batch, so a key that changed owner
 // since it was read is never deleted. opts.Pace is called before each round trip, the deletes
 // of a batch counted as one read per key. released, if not nil, is called with each lock deleted
-// as it was read just before its delete (its Record names the holder cut off), never
-// concurrently. It returns how many keys it deleted, also when the walk ends early with an
-// error (from Redis, ctx or opts.Pace). A key whose delete Redis refused (a reply error such as
+// (or whose holder was told) as it was read just before (its Record names the holder cut off),
+// never concurrently. It returns how many keys it deleted or told, also when the walk ends early
+// with an error (from Redis, ctx or opts.Pace). A key whose delete Redis refused (a reply error such as
 // READONLY) does not stop the walk; the first such error is returned at its end, with its key.
-func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOptions, released func(Lock)) (int, error) {
+//
+// mode is TellHolderFirst for an operator's release of an owner's locks (the console's D,
+// release-all): the live leases among them are told first (HolderTold, see ForceReleaseHold),
+// counted with the keys freed; ReleaseAll, stock's API, frees every one at once (FreeNow), and
+// their holders hear of it.
+func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOptions, mode ReleaseMode,
+	released func(Lock, Revocation)) (int, error) {
 	owner = ownerOrDefault(owner)
 	n := 0
 	var refused error // the first key whose delete Redis refused
@@ -83,7 +89,7 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 				return err
 			}
 		}
-		res, errs, err := p.deleteBatch(ctx, revokeScript, keys, sendOnce, owner, []any{anyHold, revokeNow}, 0, true)
+		res, errs, err := p.deleteBatch(ctx, revokeScript, keys, sendOnce, owner, []any{anyHold, mode.arg()}, 0, true)
 		if err != nil {
 			return unknownIfRan(err)
 		}
@@ -93,10 +99,10 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 				if refused == nil {
 					refused = fmt.Errorf("release %q: %w", key, errs[i])
 				}
-			case res[i] == 1:
+			case revocation(res[i]).Done():
 				n++
 				if released != nil {
-					released(mine[i])
+					released(mine[i], revocation(res[i]))
 				}
 			}
 		}

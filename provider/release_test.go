@@ -213,7 +213,7 @@ func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
 		paced += scans + reads
 		calls++
 		return nil
-	}}, nil)
+	}}, provider.TellHolderFirst, nil)
 	require.NoError(t, err)
 	require.Equal(t, 250, n)
 	cmds, trips := counter.Reset()
@@ -222,7 +222,7 @@ func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
 
 	stop := errors.New("over budget")
 	e.set("mine:again", "o", 0)
-	n, err = e.p.ReleaseAllWith(c, "o", provider.ScanOptions{Pace: func(context.Context, int, int) error { return stop }}, nil)
+	n, err = e.p.ReleaseAllWith(c, "o", provider.ScanOptions{Pace: func(context.Context, int, int) error { return stop }}, provider.TellHolderFirst, nil)
 	require.ErrorIs(t, err, stop)
 	require.Zero(t, n)
 	e.requireOwner("mine:again", "o")

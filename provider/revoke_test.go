@@ -199,3 +199,38 @@ func TestAStaleFreeMessageDoesNotEndALease(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 }
+
+// An operator's release of an owner's locks (ReleaseAllWith, TellHolderFirst: the console's D,
+// release-all) tells the live leases among them first and frees the others at once; stock's
+// ReleaseAll frees them all at once, and the lease's holder hears of it at once.
+func TestReleasingAnOwnersLocksTellsItsLeasesFirst(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	const owner = "svc"
+	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute}))
+	lease, err := e.p.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) }, wait, time.Millisecond)
+	got := map[string]provider.Revocation{}
+	n, err := e.p.ReleaseAllWith(c, owner, provider.ScanOptions{}, provider.TellHolderFirst,
+		func(l provider.Lock, how provider.Revocation) { got[l.Key] = how })
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, map[string]provider.Revocation{"plain": provider.Freed, "leased": provider.HolderTold}, got)
+	e.requireFree("plain")
+	told(t, lease)
+	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
+	e.requireOwner("leased", owner) // until its holder releases it
+	_, err = lease.Release(c)
+	require.NoError(t, err)
+	e.requireFree("leased")
+
+	again, err := e.p.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
+	require.NoError(t, err)
+	n, err = e.p.ReleaseAll(c, owner)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	e.requireFree("leased")
+	told(t, again)
+	require.Contains(t, again.Err().Error(), "reported the key freed")
+}

@@ -92,7 +92,8 @@ func (m *model) askReleaseAll() {
 		"owner  " + quote(owner),
 		fmt.Sprintf("This releases %s held by this owner.", plural(n, "lock", "locks")),
 		"",
-		"Each key is deleted only while this owner still holds it (compare-and-unlink).",
+		"Each key is deleted only while this owner still holds it (compare-and-unlink); the",
+		"holder of a live lease is told first and releases its key.",
 		m.auditLine(),
 	}
 	m.dialog.Open(fmt.Sprintf("Release all %s of this owner?", plural(n, "lock", "locks")), lines,
@@ -174,8 +175,8 @@ func (m *model) releaseAll(req releaseAllReq) tea.Cmd {
 	m.showBulkProgress()
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		releaser := m.releaser()
-		releaser.OnReleased = func(provider.Lock) { bulk.released.Add(1) }
-		r := releaser.ReleaseOwner(ctx, req.owner)
+		releaser.OnReleased = func(provider.Lock, provider.Revocation) { bulk.released.Add(1) }
+		r := releaser.ReleaseOwner(ctx, req.owner, provider.TellHolderFirst)
 		return releaseAllDoneMsg{owner: req.owner, count: r.Count, err: r.Err, auditErr: auditFailed(r), bulk: bulk}
 	})
 }

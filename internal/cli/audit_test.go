@@ -80,9 +80,7 @@ func (e *env) rec(action, key, owner, result string, count int) audit.Record {
 	if action != audit.ActionReleaseOwner && result == audit.ResultReleased {
 		r.Holder = holderCutOff
 	}
-	if action != audit.ActionReleaseOwner {
-		r.Mode = audit.ModeTellFirst
-	}
+	r.Mode = audit.ModeTellFirst
 	return r
 }
 

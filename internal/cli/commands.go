@@ -230,12 +230,17 @@ holder it cut off (the holder record read just before the delete, in the same wa
 1,000 locks, as several records of 1,000 (part 1, 2, ...), the last with the outcome and
 the count of all.
 
+A key a live lease of locktui's holds is not deleted under its holder: the holder is told first
+and releases it (see release); the count includes those keys, and the line says how many. --now
+frees every key at once.
+
 The namespace is walked as list walks it, paced to 20,000 keys examined a second: each key is
 read, then the keys OWNER holds are deleted with a compare-and-unlink each (one unit each), so
 release-all never loads Redis with a burst; on a database of 1,000,000 keys it takes about 50
 seconds.`,
 		runReleaseAll, func(fs *pflag.FlagSet) {
 			fs.StringVar(&o.owner, "owner", "", "the `OWNER` whose locks to release (required)")
+			fs.BoolVar(&o.now, "now", false, "free the keys at once, without telling the holders of live leases first")
 			o.auditFlags(fs)
 		}, false)
 	releaseAll.Annotations[annotationAudited] = "true"

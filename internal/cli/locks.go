@@ -256,7 +256,17 @@ func runReleaseAll(ctx context.Context, s *session, o *options, p parsedArgs) in
 		return s.fail(err)
 	}
 	defer tr.Close()
-	r := tr.ReleaseOwner(ctx, o.owner)
+	mode := provider.TellHolderFirst
+	if o.now {
+		mode = provider.FreeNow
+	}
+	told := 0
+	tr.OnReleased = func(_ provider.Lock, how provider.Revocation) {
+		if how == provider.HolderTold {
+			told++
+		}
+	}
+	r := tr.ReleaseOwner(ctx, o.owner, mode)
 	tr.warnAudit(audit.ActionReleaseOwner, "", r)
 	noun := "locks"
 	if r.Count == 1 {
@@ -266,6 +276,10 @@ func runReleaseAll(ctx context.Context, s *session, o *options, p parsedArgs) in
 		// A paced walk stopped part-way (Ctrl-C, a lost connection): say what it did release.
 		return s.fail(fmt.Errorf("released %d %s of owner %q, then stopped: %w", r.Count, noun, o.owner, r.Err))
 	}
-	fmt.Fprintf(s.stdout, "released %d %s of owner %q\n", r.Count, noun, o.owner)
+	fmt.Fprintf(s.stdout, "released %d %s of owner %q", r.Count, noun, o.owner)
+	if told > 0 {
+		fmt.Fprintf(s.stdout, " (the holders of %d live leases were told first: they release their keys)", told)
+	}
+	fmt.Fprintln(s.stdout)
 	return ExitOK
 }
