@@ -36,7 +36,7 @@ type epochs struct {
 	leases map[*Lease]struct{}
 	ids    map[string]string  // master address → run_id last seen
 	probed time.Time          // when the last probe started
-	timer  *time.Timer        // fires the next probe while leases exist; nil otherwise
+	timer  *time.Timer        // fires the next probe; nil once it fired with no lease left
 	gen    uint64             // counts the watcher's starts: a probe of an earlier one re-arms nothing
 	cancel context.CancelFunc // ends the running watcher's probe in flight
 	// changes counts the server changes probes found: a lease whose wait saw one may have
@@ -115,21 +115,39 @@ func (e *epochs) learn(ctx context.Context) error {
 	return nil
 }
 
-// remove unregisters a lease; the watcher stops once none is left, cutting a probe in flight
-// short.
+// remove unregisters a lease. The watcher's timer stays armed: it stops when it fires with no
+// lease left (tick), so that one short lease after another (Execute in a loop) does not start
+// and stop a timer each.
 func (e *epochs) remove(l *Lease) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.leases, l)
-	if len(e.leases) == 0 && e.timer != nil {
+}
+
+// stop stops the watcher (Provider.Close), cutting a probe in flight short.
+func (e *epochs) stop() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.timer != nil {
 		e.timer.Stop()
 		e.timer = nil
 		e.cancel()
 	}
 }
 
-// tick probes and, while the watcher that armed it (gen) still runs, arms the next probe.
+// tick probes and, while the watcher that armed it (gen) still runs, arms the next probe; with
+// no lease left, it stops the watcher instead.
 func (e *epochs) tick(ctx context.Context, gen uint64) {
+	e.mu.Lock()
+	if len(e.leases) == 0 {
+		if e.timer != nil && e.gen == gen {
+			e.timer = nil
+			e.cancel()
+		}
+		e.mu.Unlock()
+		return
+	}
+	e.mu.Unlock()
 	next := epochProbe
 	if !e.probe(ctx) {
 		next = epochRetry

@@ -49,7 +49,10 @@ func New(client redis.UniversalClient, opts *Options) *Provider {
 // Close stops the Provider's wake-up listener at once, instead of listenLinger after its last
 // waiter or lease (see docs/waiting.md); call it when the Provider is no longer used (its leases
 // released). It does not close the client.
-func (p *Provider) Close() { p.listen.stop(true) }
+func (p *Provider) Close() {
+	p.listen.stop(true)
+	p.epochs.stop()
+}
 
 // Namespace returns the key prefix in use.
 func (p *Provider) Namespace() string { return p.opts.Namespace }
