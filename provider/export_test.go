@@ -1,5 +1,7 @@
 package provider
 
+import "time"
+
 // PendingWakeups returns how many wake-up registrations p holds: zero whenever no call of p is
 // waiting for a key. For tests only.
 func PendingWakeups(p *Provider) int {
@@ -67,3 +69,21 @@ func NoteServerChange(p *Provider) {
 // ChecksRun returns how many checks of its keys l ran on what its Provider's listener heard
 // (checkSoon) and found them still l's. For tests only.
 func ChecksRun(l *Lease) int64 { return l.checks.Load() }
+
+// CheckSoonAsRenewalFires makes l's renewal timer fire and, while its callback waits for l.mu,
+// asks for a check as checkSoon does: the race of a message heard just as a renewal is due. For
+// tests only.
+func CheckSoonAsRenewalFires(l *Lease) {
+	for {
+		l.mu.Lock()
+		if l.renewing == nil { // as the renewal code itself, never reset the timer under one
+			break
+		}
+		l.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	defer l.mu.Unlock()
+	l.renewal.Reset(time.Nanosecond)
+	time.Sleep(20 * time.Millisecond) // the callback now waits for l.mu
+	l.checkSoonLocked("")
+}

@@ -6,8 +6,8 @@ import (
 )
 
 // Holders hear their keys (docs/safety.md): while a Provider holds leases, its wake-up listener
-// runs (listen.go) and tells each lease at once what it hears about the lease's keys, before
-// any waiter can act on it:
+// runs (listen.go) and tells each lease what it hears about the lease's keys, before it wakes
+// this Provider's waiters:
 //
 //   - an operator's force-release of the lease (revoke.lua's "!revoke <claim>" announcement):
 //     the lease ends with ErrRevoked, and its holder releases the key;

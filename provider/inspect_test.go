@@ -233,7 +233,10 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 	require.GreaterOrEqual(t, got, n)
 	require.Equal(t, provider.ReadsPerKey*got, reads, "ReadsPerKey reads per key read told to Pace")
 	require.Equal(t, int64(reads), sent.n.Load(), "the reads told to Pace are the reads sent")
-	require.Equal(t, scans+1, trips, "each SCAN after the first rides with the reads of the batch before")
+	// Each SCAN after the first rides with the reads of the batch before; the last batch's reads
+	// go alone, unless the last SCAN found none of ours (the server is shared with other tests,
+	// whose keys a SCAN may examine without a match).
+	require.Contains(t, []int{scans, scans + 1}, trips, "each SCAN after the first rides with the reads of the batch before")
 
 	stop := errors.New("over budget")
 	err = e.p.ScanWith(c, provider.ScanOptions{Pace: func(context.Context, int, int) error { return stop }},

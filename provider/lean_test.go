@@ -6,8 +6,12 @@ package provider_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/require"
 
@@ -26,8 +30,13 @@ func TestUncontendedExecutesAreLeanAndLeaveNothing(t *testing.T) {
 	srv := redistest.Start(t)
 	e := newEnvOn(t, srv, nil)
 	c := ctx(t)
-	// The first lease reads the server's run_id once (epochs): not part of any execute.
-	require.NoError(t, e.p.Execute(c, []string{"warm-up"}, func(context.Context) error { return nil }, provider.ExecuteOptions{}))
+	// The first lease reads the server's run_id once (epochs) and starts the listener, which
+	// checks the leases held when it first subscribes: neither is part of an execute.
+	lease, err := e.p.AcquireLease(c, []string{"warm-up"}, provider.LeaseOptions{})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) && provider.ChecksRun(lease) > 0 }, wait, time.Millisecond)
+	_, err = lease.Release(c)
+	require.NoError(t, err)
 	require.NoError(t, e.rdb.ConfigResetStat(c).Err())
 	const n = 200
 	for i := range n {
@@ -35,7 +44,9 @@ func TestUncontendedExecutesAreLeanAndLeaveNothing(t *testing.T) {
 		require.NoError(t, err)
 	}
 	_, all := commandCalls(t, e.rdb)
-	perExecute := float64(all-1) / n // less the CONFIG RESETSTAT itself
+	// Less the CONFIG RESETSTAT itself and the run_id probes (INFO, every 500 ms while leases
+	// exist), which are per Provider, not per execute.
+	perExecute := float64(all-1-infoCalls(t, e.rdb)) / n
 	t.Logf("%.2f Redis commands per uncontended execute", perExecute)
 	require.LessOrEqual(t, perExecute, float64(maxCommandsPerExecute))
 
@@ -91,4 +102,19 @@ func TestASideKeyOfAnotherTypeNeverLeavesALockBehind(t *testing.T) {
 			e.requireFree(k)
 		})
 	}
+}
+
+// infoCalls is how many INFO commands the server ran since its stats were reset.
+func infoCalls(t *testing.T, c *redis.Client) int64 {
+	t.Helper()
+	stats, err := c.Info(t.Context(), "commandstats").Result()
+	require.NoError(t, err)
+	for line := range strings.Lines(stats) {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_info:calls="); ok {
+			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
 }

@@ -215,7 +215,7 @@ func (l *listener) receive(ctx context.Context, ps *redis.PubSub, first bool) {
 
 // confirmed notes that Redis confirmed the subscription: from now on every freed key is heard.
 // The waiters retry once, for a key freed while nothing listened was announced to nobody. On the
-// listener's first subscription (first), the leases renew once too, for a force-release or a
+// listener's first subscription (first), the leases check their keys once too, for a force-release or a
 // delete announced between their grant and the subscription; after a reconnect they do not (a
 // reconnect may be a restart, which the epoch watcher reports as such, and a renewal that found
 // the keys gone first would not say so), and they learn what they missed at their next renewal.

@@ -408,6 +408,14 @@ func (q *queue) extend(n int) (lost bool, err error) {
 	}
 	q.down = nil
 	q.refreshed = sent
+	for i, key := range keys {
+		if errs[i] == nil && res[i] == 2 {
+			// An operator revoked a key the call holds while it waited: the call must not
+			// go on to hold it (extend.lua).
+			q.p.emit(EventGaveUp, key, q.h.owner, time.Since(q.started), 0)
+			return false, q.fail(fmt.Errorf("acquire %q: %w", key, ErrRevoked))
+		}
+	}
 	for i := range keys {
 		if errs[i] == nil && res[i] == 1 {
 			continue

@@ -27,7 +27,9 @@ func (l *Lease) renew() {
 	}
 	done := make(chan struct{})
 	l.renewing = done
-	check := l.check
+	// A renewal that is due is made even when a check was asked: it checks the keys too, and a
+	// stream of messages about them must not starve it.
+	check := l.check && time.Now().Before(l.due)
 	l.check = false
 	l.mu.Unlock()
 	next := l.renewOnce(check)
@@ -130,13 +132,20 @@ const checkOnly = "check"
 func (l *Lease) checkSoon(event string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.checkSoonLocked(event)
+}
+
+// checkSoonLocked is checkSoon with l.mu held.
+func (l *Lease) checkSoonLocked(event string) {
 	if l.stopped || l.ctx.Err() != nil {
 		return
 	}
 	if event != "" {
 		l.heard = event
 	}
-	if l.renewing != nil {
+	if l.renewing != nil || !l.renewal.Stop() {
+		// A renewal runs, or the timer fired and its callback waits for l.mu: it checks
+		// after that one ends (renew), never beside it.
 		l.again = true
 		return
 	}

@@ -65,14 +65,18 @@ func (r Revocation) String() string {
 	return "not released"
 }
 
-// CannotBeTold says, for a hold as seen (Lock.Record), why a force-release frees it at once
-// instead of telling its holder first: "" when it is a lease that can be told.
-func CannotBeTold(rec *Record) string {
-	switch {
+// CannotBeTold says, for a hold as seen (a Lock read by Get or a scan), why a force-release
+// frees it at once instead of telling its holder first: "" when it is a lease that can be told.
+// A lease whose lock has a tenth of its TTL left or less has passed its holder's own deadline
+// (it stopped renewing): its holder no longer believes, and revoke.lua frees it.
+func CannotBeTold(l Lock) string {
+	switch rec := l.Record; {
 	case rec == nil:
 		return "no holder record: a stock Medusa process (or an older client) holds it, which cannot be told"
 	case rec.Lease == 0:
 		return "a plain acquisition (not a lease) holds it: its holder is never told of anything"
+	case l.TTL != NoExpiry && l.TTL <= SafetyMargin(rec.Lease):
+		return "its lease stopped renewing: its holder's own deadline has passed"
 	}
 	return ""
 }

@@ -7,6 +7,8 @@ package provider_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,7 +71,7 @@ func TestForceReleaseTellsALiveLeaseFirst(t *testing.T) {
 	seen, ok, err := operatorP.Get(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Empty(t, provider.CannotBeTold(seen.Record), "a live lease can be told")
+	require.Empty(t, provider.CannotBeTold(seen), "a live lease can be told")
 	how, err := operatorP.ForceReleaseHold(c, seen, provider.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, provider.HolderTold, how)
@@ -138,7 +140,7 @@ func TestHoldsThatCannotBeToldAreFreedAtOnce(t *testing.T) {
 	c := ctx(t)
 	e.set("stock", "stock-owner", time.Minute)
 	seen := e.seen("stock")
-	require.Contains(t, provider.CannotBeTold(seen.Record), "stock")
+	require.Contains(t, provider.CannotBeTold(seen), "stock")
 	how, err := e.p.ForceReleaseHold(c, seen, provider.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, provider.Freed, how)
@@ -146,7 +148,7 @@ func TestHoldsThatCannotBeToldAreFreedAtOnce(t *testing.T) {
 
 	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 	seen = e.seen("plain")
-	require.Contains(t, provider.CannotBeTold(seen.Record), "not a lease")
+	require.Contains(t, provider.CannotBeTold(seen), "not a lease")
 	how, err = e.p.ForceReleaseHold(c, seen, provider.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, provider.Freed, how)
@@ -233,4 +235,116 @@ func TestReleasingAnOwnersLocksTellsItsLeasesFirst(t *testing.T) {
 	e.requireFree("leased")
 	told(t, again)
 	require.Contains(t, again.Err().Error(), "reported the key freed")
+}
+
+// Found in review. A revoked hold cannot be joined: a re-entry by the same owner (another
+// worker of the service) is refused instead of writing a record without the revocation, and
+// the holder that heard nothing is told at its next renewal, whichever claim renews.
+func TestARevokedHoldCannotBeJoined(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	deaf := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+	deaf.Close() // hears nothing: renewals alone tell it
+	lease, err := deaf.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Owner: "svc", Expire: time.Second})
+	require.NoError(t, err)
+	how, err := e.p.ForceReleaseOwner(c, "k", "svc", provider.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, provider.HolderTold, how)
+	err = e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "svc", Expire: time.Second})
+	require.ErrorIs(t, err, provider.ErrNotAcquired, "the same owner does not re-enter a revoked hold")
+	require.False(t, e.seen("k").Record.RevokedAt.IsZero(), "the revocation stays")
+	told(t, lease)
+	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
+}
+
+// Found in review. A lease whose renewals fail for a while still believes until its own
+// deadline: a force-release in tell mode tells it (the key stays) instead of freeing the key as
+// if the holder had stopped.
+func TestALeaseThatMissedRenewalsIsToldNotFreed(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	rec := record(e)
+	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 3 * time.Second})
+	require.NoError(t, err)
+	rec.setFail(func(_ context.Context, sc scriptCall) error {
+		if sc.Script == "extend" {
+			return errors.New("dial tcp: i/o timeout (a partition)")
+		}
+		return nil
+	})
+	// Two renewal intervals without a renewal: the lock has under a third of its TTL left, the
+	// holder's deadline (at 2.7 s) is still ahead.
+	require.Eventually(t, func() bool { return e.rdb.PTTL(c, e.key("k")).Val() < 900*time.Millisecond }, wait, time.Millisecond)
+	require.NoError(t, lease.Err(), "the holder still believes")
+	operator := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns})
+	how, err := operator.ForceReleaseOwner(c, "k", lease.Owner(), provider.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, provider.HolderTold, how)
+	e.requireOwner("k", lease.Owner())
+}
+
+// Found in review. A check asked for just as the renewal timer fires waits for that renewal:
+// renewals and checks never overlap (before, a second timer callback ran beside the first).
+func TestACheckRacingTheRenewalTimerWaitsForIt(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	rec := record(e)
+	var inflight, most atomic.Int64
+	rec.setFail(func(_ context.Context, sc scriptCall) error {
+		if sc.Script == "extend" {
+			n := inflight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(50 * time.Millisecond) // a slow round trip, for another to overlap
+		}
+		return nil
+	})
+	rec.setAfter(func(_ context.Context, sc scriptCall) error {
+		if sc.Script == "extend" {
+			inflight.Add(-1)
+		}
+		return nil
+	})
+	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) && provider.ChecksRun(lease) > 0 }, wait, time.Millisecond,
+		"the check of the listener's first subscription is done")
+	inflight.Store(0)
+	most.Store(0)
+	before := provider.ChecksRun(lease)
+	provider.CheckSoonAsRenewalFires(lease)
+	require.Eventually(t, func() bool { return provider.ChecksRun(lease) > before }, wait, time.Millisecond,
+		"the check asked for runs after the renewal")
+	require.LessOrEqual(t, most.Load(), int64(1), "renewals and checks never overlap")
+	require.NoError(t, lease.Err())
+	_, err = lease.Release(c)
+	require.NoError(t, err)
+}
+
+// Found in review. A lease revoked while it waits for its next key is not granted: the call
+// fails and gives back what it took.
+func TestALeaseRevokedWhileItWaitsIsNotGranted(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	other := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns})
+	require.NoError(t, other.Acquire(c, []string{"b"}, provider.AcquireOptions{Owner: "x", Expire: time.Minute}))
+	type result struct {
+		l   *provider.Lease
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		l, err := e.p.AcquireLease(c, []string{"a", "b"}, provider.LeaseOptions{Owner: "svc", Expire: 30 * time.Second, Timeout: wait})
+		out <- result{l, err}
+	}()
+	require.Eventually(t, func() bool { o, ok := e.owner("a"); return ok && o == "svc" }, wait, time.Millisecond)
+	how, err := other.ForceReleaseOwner(c, "a", "svc", provider.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, provider.HolderTold, how)
+	_, err = other.Release(c, []string{"b"}, "x")
+	require.NoError(t, err)
+	r := <-out
+	require.ErrorIs(t, r.err, provider.ErrRevoked)
+	e.requireFree("a")
+	e.requireFree("b")
 }

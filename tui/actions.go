@@ -58,8 +58,11 @@ func (m *model) askRelease() {
 			lines = append(lines, "token  "+strconv.FormatInt(e.Record.FencingToken, 10))
 		}
 	}
-	seen := provider.Lock{Key: e.Key, Owner: e.Owner, Record: e.Record}
-	why := provider.CannotBeTold(e.Record)
+	seen := provider.Lock{Key: e.Key, Owner: e.Owner, Record: e.Record, TTL: provider.NoExpiry}
+	if !e.NoTTL {
+		seen.TTL = e.TTL(m.common.Now())
+	}
+	why := provider.CannotBeTold(seen)
 	lines = append(lines, "", "Only if this same hold is still there (compare-and-delete).")
 	if why != "" {
 		lines = append(lines, "Freed at once: "+why+".", m.auditLine())

@@ -90,7 +90,7 @@ else
 end
 if ok then
   local since, token, at = newHold()
-  writeRecord(recordText(ARGV[3], at, since, token, '', ''))
+  writeRecord(recordText(ARGV[3], at, since, token, '', '', ARGV[9]))
   startRun(shared, since)
   if queued then
     leaveQueue(ARGV[3])
@@ -116,12 +116,22 @@ end
 local prev = {at = expireAt(KEYS[1])}
 local before = readRecord()
 local since, token
+local lease = ARGV[9]
 if before then
   prev.recAt = expireAt(KEYS[2])
+  local joins = before.owner == ARGV[1] and sameAt(prev.recAt, prev.at)
+  if joins and before.revoked then
+    -- An operator revoked the hold (revoke.lua): its holders are being told to end it, and
+    -- nobody of the owner may join it meanwhile.
+    return held()
+  end
   before.prev = nil -- one level is kept; "re" still marks an older re-entry
   prev.rec = joinRecord(before)
-  if before.owner == ARGV[1] and sameAt(prev.recAt, prev.at) and before.since and before.fence then
+  if joins and before.since and before.fence then
     since, token = before.since, before.fence
+  end
+  if joins and lease == '' and before.lease then
+    lease = before.lease -- a lease holds it still: it can be told of a revocation
   end
 end
 if ttl > 0 then
@@ -132,7 +142,7 @@ end
 if not since then
   since, token = newHold()
 end
-writeRecord(recordText(ARGV[3], decimal(expireAt(KEYS[1])), since, token, '1', cjson.encode(prev)))
+writeRecord(recordText(ARGV[3], decimal(expireAt(KEYS[1])), since, token, '1', cjson.encode(prev), lease))
 if queued then
   leaveQueue(ARGV[3])
 end

@@ -80,12 +80,13 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- recordText is the holder record of a new hold: claim, at, since and fence as decimal text, re
--- and prev ('' when not a re-entry), the taking process ARGV[7], the lease's TTL ARGV[9] ('' for
--- a plain acquisition), not revoked, and the owner ARGV[1], in the order of RECORD_FIELDS.
-local function recordText(claim, at, since, fence, re, prev)
+-- recordText is the holder record of a hold: claim, at, since and fence as decimal text, re and
+-- prev ('' when not a re-entry), the taking process ARGV[7], lease (the TTL of a lease that holds
+-- it, '' for a plain acquisition), not revoked, and the owner ARGV[1], in the order of
+-- RECORD_FIELDS.
+local function recordText(claim, at, since, fence, re, prev, lease)
   return claim .. '\0' .. at .. '\0' .. since .. '\0' .. fence .. '\0' .. ARGV[7] .. '\0' .. re .. '\0' .. prev ..
-    '\0' .. ARGV[9] .. '\0\0' .. ARGV[1]
+    '\0' .. lease .. '\0\0' .. ARGV[1]
 end
 
 -- readRecord returns the record as a table of its fields (empty ones left out, the owner as

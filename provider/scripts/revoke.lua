@@ -7,8 +7,9 @@
 -- Stock 2.21.2 reads with GET and unlinks in a second pipeline, so a key re-acquired in between
 -- by another owner was lost; here the check and the delete are one atomic step. A key of another
 -- type is skipped instead of failing the batch.
--- ARGV[3] is the mode. 'tell': a live lease of ours (its record has "lease" and was renewed
--- within two renewal intervals) is not deleted but revoked: the record notes when, its holder's
+-- ARGV[3] is the mode. 'tell': a live lease of ours (its record has "lease", and the lock has
+-- more than a tenth of that TTL left, so its holder's own deadline has not passed) is not deleted
+-- but revoked: the record notes when, its holder's
 -- next renewal fails (extend.lua), and "!revoke <claim>\n<KEYS[1]>" is published on the channel,
 -- so that the holder ends its lease at once and then releases the key (docs/safety.md,
 -- "Force-release"). Any other hold, which cannot be told (stock's, a plain acquisition's, a lease
@@ -37,12 +38,13 @@ if ARGV[2] ~= '' then
     return 0
   end
 end
-if ARGV[3] == 'tell' and ours and rec.lease and rec.at then
-  -- A lease renews every max(TTL / 3, 250 ms) and each renewal by its claim moves "at" to
-  -- its new expiry: one that has not renewed for two intervals has stopped.
-  local ttl = tonumber(rec.lease) * 1000
+if ARGV[3] == 'tell' and ours and rec.lease and rec.claim then
+  -- A lease's holder believes until (its last confirmed renewal's send time) + TTL - TTL/10,
+  -- which is before the lock's expiry less a tenth of the TTL: past that, it has stopped
+  -- believing (it stopped renewing) and the key is freed at once.
   local now = nowMs()
-  if now - (tonumber(rec.at) - ttl) <= 2 * math.max(ttl / 3, 250) then
+  local at = expireAt(KEYS[1])
+  if at < 0 or now < at - tonumber(rec.lease) * 100 then
     if not rec.revoked then
       rec.revoked = decimal(now)
       redis.call('SET', KEYS[2], joinRecord(rec), 'KEEPTTL')
