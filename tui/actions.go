@@ -70,9 +70,9 @@ func (m *model) askRelease() {
 		return
 	}
 	lines = append(lines,
-		"y tells the holder first: its lease ends at once (Execute's ctx, the bridge client's",
-		"AbortSignal, run's command), then it releases the key; nobody else can take it before",
-		"that, or before its TTL runs out if the holder never does.",
+		"y tells the holder first: its lease ends at once (Execute's ctx, the bridge client's AbortSignal, "+
+			"run's command), then it releases the key; nobody else can take it before that, or before its TTL "+
+			"runs out if the holder never does.",
 		"! frees it now: the holder may still be inside.",
 		m.auditLine())
 	m.dialog.OpenWithAlt("Force-release this lock?", lines, releaseReq{seen: seen},
@@ -95,8 +95,8 @@ func (m *model) askReleaseAll() {
 		"owner  " + quote(owner),
 		fmt.Sprintf("This releases %s held by this owner.", plural(n, "lock", "locks")),
 		"",
-		"Each key is deleted only while this owner still holds it (compare-and-unlink); the",
-		"holder of a live lease is told first and releases its key.",
+		"Each key is deleted only while this owner still holds it (compare-and-unlink); the holder of a live " +
+			"lease is told first and releases its key.",
 		m.auditLine(),
 	}
 	m.dialog.Open(fmt.Sprintf("Release all %s of this owner?", plural(n, "lock", "locks")), lines,
