@@ -50,6 +50,7 @@ func TestEndedQueuedAcquireReportsARedisReplyErrorAsItIs(t *testing.T) {
 func TestFailedLeaseReleaseCanBeRetried(t *testing.T) {
 	h := start(t, stallable(t))
 	c := h.dial(testToken)
+	c.warmUpLeases(h)
 	lease := c.ok(req{"id": 1, "op": "lease", "keys": []string{"k1", "k2"}})["lease"].(string)
 	unpause := h.pauseWrites()
 	c.send(req{"id": 2, "op": "lease_release", "lease": lease})

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/bridge"
+	"github.com/locktui/locktui/provider"
 )
 
 // bridgeClientName names the bridge's Redis connections in the tests that kill them.
@@ -34,6 +35,20 @@ func (c *client) warmUp() {
 	c.t.Helper()
 	c.ok(req{"id": "warm-up-1", "op": "acquire", "keys": []string{"warm-up"}, "owner": "warm-up"})
 	c.ok(req{"id": "warm-up-2", "op": "release", "keys": []string{"warm-up"}, "owner": "warm-up"})
+}
+
+// warmUpLeases is warmUp for a test that pauses writes under a lease: a lease taken and released
+// starts the bridge provider's listener, which then stays subscribed (it lingers after the last
+// lease), so that a lease taken after it is not checked on the listener's first subscription,
+// a script that a pause would hold in place of the one the test means to hold.
+func (c *client) warmUpLeases(h *harness) {
+	c.t.Helper()
+	id := c.ok(req{"id": "warm-up-lease", "op": "lease", "keys": []string{"warm-up"}})["lease"].(string)
+	c.ok(req{"id": "warm-up-release", "op": "lease_release", "lease": id})
+	require.Eventually(c.t, func() bool {
+		subs, err := h.rdb.PubSubNumSub(context.Background(), provider.FreeChannel(namespace)).Result()
+		return err == nil && subs[provider.FreeChannel(namespace)] > 0
+	}, eventually, tick, "the bridge's listener is subscribed")
 }
 
 // pauseWrites makes Redis hold every write command and script (CLIENT PAUSE WRITE) until

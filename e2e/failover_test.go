@@ -46,7 +46,7 @@ const (
 	failoverSync = 5 * time.Second
 	// failoverAim bounds the wait for a holder to be inside before a kill.
 	failoverAim = 10 * time.Second
-	// failoverPromote bounds kill → promotion: about 2 s (1 s down-after, the vote, REPLICAOF
+	// failoverPromote bounds kill → promotion: about 3 s (2 s down-after, the vote, REPLICAOF
 	// NO ONE); a split vote is retried 6 s later (twice the failover-timeout).
 	failoverPromote = 20 * time.Second
 	// failoverRejoin bounds restart → replica: the sentinels convert a restarted master about

@@ -20,7 +20,7 @@ import (
 // The bounds of TestSentinelFailoverThatLosesAnAcquisition.
 const (
 	// lossStall is the replica's DEBUG SLEEP: it covers the clog, the acquisition and the kill
-	// (a few hundred ms at most), and stays below the sentinels' down-after (1 s), so that the
+	// (a few hundred ms at most), and stays below the sentinels' down-after (2 s), so that the
 	// replica is never seen down and the failover promotes it.
 	lossStall = 800 * time.Millisecond
 	// lossExpire is the holder's Expire: its first renewal (Expire/3, 10 s) comes after the
@@ -32,7 +32,7 @@ const (
 	lossWaiterExpire = 10 * time.Second
 	// lossWait is the waiter's timeout.
 	lossWait = 15 * time.Second
-	// lossPromote bounds kill → promotion: about 2 s (1 s down-after, the vote, REPLICAOF NO
+	// lossPromote bounds kill → promotion: about 3 s (2 s down-after, the vote, REPLICAOF NO
 	// ONE); a split vote is retried 6 s later.
 	lossPromote = 15 * time.Second
 	// lossTold bounds the new master answering (every sentinel names it) → the holder told,

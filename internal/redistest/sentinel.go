@@ -23,12 +23,13 @@ import (
 const SentinelMaster = "mymaster"
 
 // The Sentinel settings of StartSentinel: a master is down after sentinelDownAfter without an
-// answer, and two sentinels must agree. A sentinel tries no new failover of the same master
+// answer, and two sentinels must agree. (With 1 s, a loaded CI machine had the sentinels see a
+// master they had just promoted down, and fail over again to the killed one.) A sentinel tries no new failover of the same master
 // within twice sentinelFailoverTimeout of its last attempt.
 const (
 	sentinelCount           = 3
 	sentinelQuorum          = 2
-	sentinelDownAfter       = time.Second
+	sentinelDownAfter       = 2 * time.Second
 	sentinelFailoverTimeout = 3 * time.Second
 	// sentinelReady bounds StartSentinel's wait until the sentinels know each other and the
 	// replica (they announce themselves every 2 s).
@@ -49,7 +50,7 @@ type SentinelConfig struct {
 }
 
 // Sentinel is a Redis Sentinel deployment owned by one test: a master, one replica and three
-// sentinels (quorum 2, down-after 1 s, failover-timeout 3 s), on free loopback ports.
+// sentinels (quorum 2, down-after 2 s, failover-timeout 3 s), on free loopback ports.
 type Sentinel struct {
 	// URL is the deployment's address in redisconn.Open's format (redis://S1/0?master_name=…&addr=S2&addr=S3).
 	URL string
