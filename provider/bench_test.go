@@ -111,10 +111,23 @@ func benchServer(b *testing.B) (url string, stats *redis.Client) {
 // the rest) and every command the server ran, those the scripts called included.
 func commandCalls(b testing.TB, c *redis.Client) (sent, all int64) {
 	b.Helper()
-	info, err := c.Info(b.Context(), "commandstats").Result()
+	for name, calls := range commandStats(b, c) {
+		all += calls
+		if !scriptCalled[name] {
+			sent += calls
+		}
+	}
+	return sent, all
+}
+
+// commandStats returns INFO commandstats as calls by command name ("evalsha", "info", ...).
+func commandStats(b testing.TB, c *redis.Client) map[string]int64 {
+	b.Helper()
+	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
+	out := map[string]int64{}
 	for line := range strings.Lines(info) {
 		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
 		if !ok {
@@ -124,12 +137,9 @@ func commandCalls(b testing.TB, c *redis.Client) (sent, all int64) {
 		if err != nil {
 			b.Fatalf("INFO commandstats: %q: %v", line, err)
 		}
-		all += calls
-		if !scriptCalled[name] {
-			sent += calls
-		}
+		out[name] = calls
 	}
-	return sent, all
+	return out
 }
 
 // serverCPU is the CPU time the server has used (INFO cpu: user and system).
@@ -157,7 +167,7 @@ func serverCPU(b *testing.B, c *redis.Client) time.Duration {
 var scriptCalled = map[string]bool{
 	"get": true, "set": true, "del": true, "exists": true, "hset": true, "hget": true, "hdel": true,
 	"hsetnx": true, "hgetall": true, "hmget": true, "pexpireat": true, "pexpire": true, "pexpiretime": true, "persist": true,
-	"pttl": true, "time": true, "publish": true, "lindex": true, "lpop": true, "rpush": true, "lrem": true,
+	"pttl": true, "time": true, "mget": true, "unlink": true, "type": true, "expire": true, "publish": true, "lindex": true, "lpop": true, "rpush": true, "lrem": true,
 	"zadd": true, "zrem": true, "zscore": true, "zrange": true,
 }
 

@@ -6,12 +6,8 @@ package provider_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,7 +42,7 @@ func TestUncontendedExecutesAreLeanAndLeaveNothing(t *testing.T) {
 	_, all := commandCalls(t, e.rdb)
 	// Less the CONFIG RESETSTAT itself and the run_id probes (INFO, every 500 ms while leases
 	// exist), which are per Provider, not per execute.
-	perExecute := float64(all-1-infoCalls(t, e.rdb)) / n
+	perExecute := float64(all-1-commandStats(t, e.rdb)["info"]) / n
 	t.Logf("%.2f Redis commands per uncontended execute", perExecute)
 	require.LessOrEqual(t, perExecute, float64(maxCommandsPerExecute))
 
@@ -102,19 +98,4 @@ func TestASideKeyOfAnotherTypeNeverLeavesALockBehind(t *testing.T) {
 			e.requireFree(k)
 		})
 	}
-}
-
-// infoCalls is how many INFO commands the server ran since its stats were reset.
-func infoCalls(t *testing.T, c *redis.Client) int64 {
-	t.Helper()
-	stats, err := c.Info(t.Context(), "commandstats").Result()
-	require.NoError(t, err)
-	for line := range strings.Lines(stats) {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_info:calls="); ok {
-			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	return 0
 }
