@@ -54,7 +54,8 @@ const (
 // Done reports whether the force-release did anything.
 func (r Revocation) Done() bool { return r != NotReleased }
 
-// String names the outcome for logs and the audit trail: "not released", "freed", "holder told".
+// String names the outcome, for logs and %v: "not released", "freed", "holder told" (the audit
+// trail has results of its own: audit.Released.Result).
 func (r Revocation) String() string {
 	switch r {
 	case Freed:
