@@ -101,6 +101,15 @@ func awaitDone(t *testing.T, l *provider.Lease) {
 	}
 }
 
+// awaitHearing waits until p's listener is up and has run the check of l's keys that its first
+// subscription makes: a change to the keys after it is heard as that change, not found by that
+// check (whose loss would carry stock's message).
+func awaitHearing(t *testing.T, p *provider.Provider, l *provider.Lease) {
+	t.Helper()
+	require.Eventually(t, func() bool { return provider.WakeupsLive(p) && provider.ChecksRun(l) > 0 }, wait, time.Millisecond,
+		"the holder's listener is up and has checked the lease")
+}
+
 // owner returns the stored value of lock key k and whether it exists.
 func (e *env) owner(k string) (string, bool) {
 	e.t.Helper()

@@ -30,7 +30,7 @@ func TestUncontendedExecutesAreLeanAndLeaveNothing(t *testing.T) {
 	// checks the leases held when it first subscribes: neither is part of an execute.
 	lease, err := e.p.AcquireLease(c, []string{"warm-up"}, provider.LeaseOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) && provider.ChecksRun(lease) > 0 }, wait, time.Millisecond)
+	awaitHearing(t, e.p, lease)
 	_, err = lease.Release(c)
 	require.NoError(t, err)
 	require.NoError(t, e.rdb.ConfigResetStat(c).Err())

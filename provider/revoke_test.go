@@ -66,7 +66,7 @@ func TestForceReleaseTellsALiveLeaseFirst(t *testing.T) {
 	lease, err := holderP.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
 	obs := waiter(t, waiterP, "k", wait)
-	require.Eventually(t, func() bool { return provider.WakeupsLive(holderP) }, wait, time.Millisecond, "the holder's listener is up")
+	awaitHearing(t, holderP, lease)
 
 	seen, ok, err := operatorP.Get(c, "k")
 	require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestHoldsThatCannotBeToldAreFreedAtOnce(t *testing.T) {
 	t.Cleanup(operator.Close)
 	lease, err := e.p.AcquireLease(c, []string{"lease"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) }, wait, time.Millisecond, "the holder's listener is up")
+	awaitHearing(t, e.p, lease)
 	how, err = operator.ForceReleaseOwner(c, "lease", lease.Owner(), provider.FreeNow)
 	require.NoError(t, err)
 	require.Equal(t, provider.Freed, how)
@@ -175,7 +175,7 @@ func TestAHolderHearsItsKeyDeletedByHand(t *testing.T) {
 	require.NoError(t, e.rdb.ConfigSet(c, "notify-keyspace-events", "Kgx").Err())
 	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) }, wait, time.Millisecond, "the holder's listener is up")
+	awaitHearing(t, e.p, lease)
 	require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
 	told(t, lease)
 	require.Contains(t, lease.Err().Error(), "reported the key del")
@@ -189,8 +189,8 @@ func TestAStaleFreeMessageDoesNotEndALease(t *testing.T) {
 	c := ctx(t)
 	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) }, wait, time.Millisecond)
-	before := provider.ChecksRun(lease) // the check of the listener's first subscription, if it ran yet
+	awaitHearing(t, e.p, lease)
+	before := provider.ChecksRun(lease)
 	deadline := lease.Deadline()
 	require.NoError(t, e.rdb.Publish(c, provider.FreeChannel(e.ns), "\n"+e.key("k")).Err())
 	require.Eventually(t, func() bool { return provider.ChecksRun(lease) > before }, wait, time.Millisecond,
@@ -212,7 +212,7 @@ func TestReleasingAnOwnersLocksTellsItsLeasesFirst(t *testing.T) {
 	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute}))
 	lease, err := e.p.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) }, wait, time.Millisecond)
+	awaitHearing(t, e.p, lease)
 	got := map[string]provider.Revocation{}
 	n, err := e.p.ReleaseAllWith(c, owner, provider.ScanOptions{}, provider.TellHolderFirst,
 		func(l provider.Lock, how provider.Revocation) { got[l.Key] = how })
@@ -307,8 +307,7 @@ func TestACheckRacingTheRenewalTimerWaitsForIt(t *testing.T) {
 	})
 	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return provider.WakeupsLive(e.p) && provider.ChecksRun(lease) > 0 }, wait, time.Millisecond,
-		"the check of the listener's first subscription is done")
+	awaitHearing(t, e.p, lease)
 	inflight.Store(0)
 	most.Store(0)
 	before := provider.ChecksRun(lease)
