@@ -102,7 +102,7 @@ func TestPackedTarballInstallsAsMedusaProvider(t *testing.T) {
 	assert.True(t, medusa.Exports.UsesMedusaErrors, "with @medusajs/framework installed, errors are MedusaErrors")
 	assert.True(t, medusa.ProviderIsPackageClass, "the Locking module's provider is the installed package's class")
 	assert.Equal(t, "locking-bridge", medusa.DefaultProviderID)
-	assert.Contains(t, medusa.Logs, `info: Connection to the bridge in "locking-bridge" provider established`)
+	assert.Contains(t, medusa.Logs, `info: Connection to the bridge in "locking-bridge" provider established (`+b.URL+`)`)
 	if assert.NotNil(t, medusa.Conflict, "a second owner's acquire through the module is refused") {
 		assert.True(t, medusa.Conflict.IsMedusaError)
 		assert.Equal(t, "conflict", medusa.Conflict.Type)

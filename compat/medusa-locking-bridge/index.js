@@ -6,7 +6,7 @@
 
 const { BridgeLockingProvider, createBridgeLockingProvider } = require("./lib/provider")
 const loader = require("./lib/loader")
-const { medusaUtils } = require("./lib/errors")
+const { medusaUtils, LOCKING_BRIDGE_ERROR } = require("./lib/errors")
 
 const services = [BridgeLockingProvider]
 const loaders = [loader]
@@ -27,3 +27,5 @@ module.exports.createBridgeLockingProvider = createBridgeLockingProvider
 module.exports.loader = loader
 /** Whether errors are MedusaError instances (@medusajs/framework is installed). */
 module.exports.usesMedusaErrors = utils !== null
+/** The `type` of every error that is neither a lock conflict nor invalid_data: a server-side failure. */
+module.exports.LOCKING_BRIDGE_ERROR = LOCKING_BRIDGE_ERROR

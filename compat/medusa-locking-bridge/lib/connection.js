@@ -1,7 +1,10 @@
 "use strict"
 
-// The client of a locktui bridge (protocol v2): one connection at a time takes new work, kept
-// open with reconnects (jittered exponential backoff) until close().
+// The client of a locktui bridge (protocol v2): one connection at a time takes new work (one that
+// drains finishes its jobs meanwhile), kept open with reconnects until close(): to the next
+// bridge URL at once when there are several (lib/rotation.js), with jittered exponential backoff
+// once every URL of a round failed. Every bridge must be of the lock domain (namespace, token
+// restrictions) of the first that welcomed the client.
 //
 // * Calls made while disconnected wait for a connection, each up to its own limit.
 // * Requests whose connection ended before their reply are resumed on the next connection
@@ -10,10 +13,11 @@
 //   stops being certain of them, never later than the bridge could free their keys.
 
 const crypto = require("node:crypto")
-const { Types, lockingError, bridgeError } = require("./errors")
+const { bridgeFailure, bridgeError, reasonOf } = require("./errors")
 const { Link } = require("./link")
 const { Requests } = require("./requests")
-const { DEFAULTS, MAX_TIMER_MS, parseUrl, describeUrl, msOption, clientHello } = require("./options")
+const { Rotation } = require("./rotation")
+const { DEFAULTS, MAX_TIMER_MS, parseUrls, msOption, clientHello } = require("./options")
 const { SUBPROTOCOL, PROTOCOL_VERSION } = require("./socket")
 
 /** A fresh acquire claim: 32 hex digits. */
@@ -21,14 +25,18 @@ function newClaim() {
   return crypto.randomBytes(16).toString("hex")
 }
 
-/** The client of one bridge: the calls' queue, the connections and the reconnect loop. */
+/** The client of its bridges: the calls' queue, the connections and the reconnect loop. */
 class BridgeConnection {
   /**
-   * @param {object} options url, token, logger, wsOptions and the *Ms tuning options (DEFAULTS).
+   * @param {object} options url (one URL, an array, or URLs separated by commas), token, logger,
+   *   wsOptions and the *Ms tuning options (DEFAULTS).
    */
   constructor(options) {
-    this.url = parseUrl(options.url)
-    this.display = describeUrl(this.url)
+    /** The bridges, in the order the client tries them: [{url, display}]. */
+    this.targets = parseUrls(options.url)
+    /** The bridge URLs for messages, without credentials. */
+    this.display = this.targets.map((t) => t.display).join(", ")
+    this.rotation = new Rotation(this.targets)
     if (options.token !== undefined && options.token !== null && (typeof options.token !== "string" || options.token === "")) {
       throw new Error(`locking-bridge: the "token" option must be a non-empty string`)
     }
@@ -50,14 +58,33 @@ class BridgeConnection {
     this.closed = false
     this.closing = null
     this.attempt = 0
-    this.everAttempted = false
     this.lastError = null // why the last attempt failed or the last connection ended
+    this.lastErrorAt = null // the URL of that attempt or connection
     this.fatal = null // an error no reconnect fixes by itself (bad token, not a v2 bridge)
+    /** The lock domain of the first welcome (lib/socket.js domainOf); every later one must match it. */
+    this.domain = null
     this.reconnectTimer = null
-    this.firstAttempt = new Promise((resolve) => {
-      this.settleFirstAttempt = resolve
-    })
     this.connect()
+  }
+
+  /**
+   * Settles once the first round of attempts is over: at the first welcome, or once every URL
+   * failed once (see Rotation). Resolves {welcomed: target or null, failures: [{target, error}]}.
+   */
+  get firstRound() {
+    return this.rotation.firstRound
+  }
+
+  /** The options of a BridgeSocket to target (its URL with this client's token and options). */
+  socketOptions(target) {
+    return {
+      url: target.url,
+      display: target.display,
+      token: this.token,
+      wsOptions: this.wsOptions,
+      hello: this.hello,
+      handshakeTimeoutMs: this.handshakeTimeoutMs,
+    }
   }
 
   /** True while a welcomed connection takes new work. */
@@ -146,7 +173,7 @@ class BridgeConnection {
     }
     this.waiters.clear()
     this.requests.failAll(err)
-    this.settleFirstAttempt(err)
+    this.rotation.abandon(err)
     const links = [...this.links]
     for (const link of links) link.end(err, { close1000: true })
     this.closing = Promise.all(links.map((link) => link.gone)).then(() => {})
@@ -155,9 +182,10 @@ class BridgeConnection {
 
   // --- connections -------------------------------------------------------------------------
 
+  /** Opens a connection to the bridge the rotation names next. */
   connect() {
     if (this.closed || this.connecting) return
-    const link = new Link(this)
+    const link = new Link(this, this.rotation.next())
     link.gone = new Promise((resolve) => (link.markGone = resolve))
     this.links.add(link)
     this.connecting = link
@@ -172,8 +200,10 @@ class BridgeConnection {
     }
     this.current = link
     this.lastError = null
+    this.lastErrorAt = null
     this.fatal = null
-    this.logger?.info?.(`locking-bridge: connected to the bridge at ${this.display} (namespace "${link.welcome.namespace}")`)
+    this.rotation.welcomed()
+    this.logger?.info?.(`locking-bridge: connected to the bridge at ${link.display} (namespace "${link.welcome.namespace}")`)
     for (const entry of this.queue) {
       clearTimeout(entry.waitTimer)
       entry.waitTimer = null
@@ -183,18 +213,20 @@ class BridgeConnection {
       waiter.resolve()
     }
     this.waiters.clear()
-    this.settleFirstAttempt(null)
     this.requests.resumeAll()
     this.flush()
     this.requests.settleDue()
   }
 
-  /** A link got going_away (or a shutting_down reply): new work waits for another connection. */
+  /**
+   * A link got going_away (or a shutting_down reply): new work waits for another connection, to
+   * the next bridge at once when there are several (a stopping bridge refuses upgrades).
+   */
   linkDraining(link) {
     if (this.current !== link) return
     this.current = null
     for (const entry of this.queue) this.armWait(entry)
-    this.scheduleReconnect()
+    this.moveOn(link)
   }
 
   /** A link ended (its leases are already lost); orphans are the requests it never answered. */
@@ -205,20 +237,42 @@ class BridgeConnection {
     if (this.closed) {
       // Leases of a closed connection are freed by the bridge: nothing was left to give back.
       // An acquire or release cut off may have run: its outcome is unknown.
-      for (const entry of orphans) this.finish(entry, entry.op === "lease_release" ? null : this.requests.closedBefore(entry, this.closedError()), false)
+      for (const entry of orphans) this.finish(entry, entry.op === "lease_release" ? null : this.requests.unknownBecause(entry, this.closedError()), false)
       return
     }
     if (!wasOpen) {
-      this.attemptFailed(cause)
+      this.attemptFailed(cause, link)
       return
     }
     this.lastError = cause
-    if (performance.now() - link.welcomedAt >= this.reconnectMaxDelayMs) this.attempt = 0
-    this.logger?.warn?.(`locking-bridge: lost the connection to the bridge at ${this.display}: ${cause.message}; reconnecting`)
+    this.lastErrorAt = link.display
+    if (this.provedStable(link)) this.attempt = 0
+    this.logger?.warn?.(`locking-bridge: lost the connection to the bridge at ${link.display}: ${cause.message}; reconnecting`)
     this.requests.orphaned(link, orphans)
-    if (wasCurrent) for (const entry of this.queue) this.armWait(entry)
-    if (!this.current) this.scheduleReconnect()
+    if (wasCurrent) {
+      for (const entry of this.queue) this.armWait(entry)
+      this.moveOn(link)
+    } else if (!this.current) {
+      this.scheduleReconnect()
+    }
     this.keepAlive() // a timer scheduled earlier (another link ended) now has orphans to wait for
+  }
+
+  /**
+   * True when link's connection lasted long enough (reconnectMaxDelayMs) to count as a working
+   * bridge: its end resets the backoff and starts a new round of URLs. A bridge that welcomes
+   * and drops at once never does, so it is not hammered.
+   */
+  provedStable(link) {
+    return performance.now() - link.welcomedAt >= this.reconnectMaxDelayMs
+  }
+
+  /**
+   * The current connection (link) ended or drains: connects to the next bridge of the round at
+   * once, or after the backoff once the round is over (always, with one URL).
+   */
+  moveOn(link) {
+    this.scheduleReconnect({ atOnce: this.rotation.ended(this.provedStable(link)) })
   }
 
   /** The link's socket is gone. */
@@ -227,33 +281,54 @@ class BridgeConnection {
     link.markGone()
   }
 
-  attemptFailed(err) {
+  /**
+   * An attempt to connect to link's bridge failed (err): the next bridge of the round is tried
+   * at once; once the round is over the client backs off, and when an error of the round was
+   * fatal (a refused token, not a bridge) every waiting and new call fails with it at once. The
+   * client's own settles stay queued until a bridge welcomes it (or close()): the acquires they
+   * serve may hold their keys, and their own limits apply.
+   */
+  attemptFailed(err, link) {
     this.lastError = err
-    if (err?.fatal) this.fatal = err
-    const first = !this.everAttempted
-    this.everAttempted = true
-    if ((this.attempt === 0 && (!first || this.reportFirstFailure)) || this.fatal) {
-      this.logger?.warn?.(`locking-bridge: cannot connect to the bridge at ${this.display}: ${err?.message}`)
+    this.lastErrorAt = link.display
+    const firstRound = !this.rotation.firstSettled
+    const { atOnce, fatal } = this.rotation.failed(err)
+    if (fatal) this.fatal = fatal
+    if ((this.attempt === 0 && (!firstRound || this.reportFirstFailure)) || this.fatal) {
+      this.logger?.warn?.(`locking-bridge: cannot connect to the bridge at ${link.display}: ${reasonOf(err)}`)
     }
-    this.settleFirstAttempt(err)
     if (this.fatal) {
       for (const waiter of this.waiters) {
         clearTimeout(waiter.timer)
         waiter.reject(this.fatal)
       }
       this.waiters.clear()
-      for (const entry of this.queue.splice(0)) this.finish(entry, this.fatal)
+      const kept = []
+      for (const entry of this.queue.splice(0)) {
+        if (entry.internal) kept.push(entry)
+        else this.finish(entry, this.fatal)
+      }
+      this.queue.push(...kept)
     }
-    this.scheduleReconnect()
+    this.scheduleReconnect({ atOnce })
   }
 
-  scheduleReconnect() {
+  /**
+   * Schedules the next attempt: atOnce (the next bridge of a round) on the next turn of the event
+   * loop, else after the backoff: reconnectMinDelayMs doubled per attempt up to
+   * reconnectMaxDelayMs (that cap while a fatal error stands), jittered to 50-100 %. Either way
+   * through a timer that keepAlive refs only while a call waits for the connection.
+   */
+  scheduleReconnect({ atOnce = false } = {}) {
     if (this.closed || this.reconnectTimer || this.connecting) return
-    const base = this.fatal
-      ? this.reconnectMaxDelayMs
-      : Math.min(this.reconnectMaxDelayMs, this.reconnectMinDelayMs * 2 ** Math.min(this.attempt, 30))
-    this.attempt++
-    const delay = base * (0.5 + Math.random() * 0.5)
+    let delay = 0
+    if (!atOnce) {
+      const base = this.fatal
+        ? this.reconnectMaxDelayMs
+        : Math.min(this.reconnectMaxDelayMs, this.reconnectMinDelayMs * 2 ** Math.min(this.attempt, 30))
+      this.attempt++
+      delay = base * (0.5 + Math.random() * 0.5)
+    }
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = null
       this.connect()
@@ -287,7 +362,7 @@ class BridgeConnection {
   /** Queues entry for the current link (front: before the new work). */
   enqueue(entry, { front = false } = {}) {
     if (this.closed) return this.finish(entry, this.closedError())
-    if (this.fatal && !this.current) return this.finish(entry, this.fatal)
+    if (this.fatal && !this.current && !entry.internal) return this.finish(entry, this.fatal)
     if (front) this.queue.unshift(entry)
     else this.queue.push(entry)
     if (!this.current) {
@@ -318,7 +393,8 @@ class BridgeConnection {
       const entry = this.queue.shift()
       clearTimeout(entry.waitTimer)
       entry.waitTimer = null
-      link.send(entry)
+      if (entry.done || entry.acquire?.done) continue // given up on while queued
+      link.send(entry) // fails the entry at once instead when it exceeds the welcome's limits
     }
   }
 
@@ -327,12 +403,14 @@ class BridgeConnection {
     if (entry.done) return
     entry.done = true
     clearTimeout(entry.waitTimer)
+    clearTimeout(entry.orphanTimer)
+    // A settle or a resume that fails leaves the outcome of the requests it serves unknown.
     if (entry.op === "settle") {
-      if (err) this.finish(entry.acquire, this.requests.closedBefore(entry.acquire, err))
+      if (err) this.finish(entry.acquire, this.requests.unknownBecause(entry.acquire, err))
       return
     }
     if (entry.op === "resume") {
-      if (err) for (const inner of entry.group.entries.values()) this.finish(inner, err)
+      if (err) for (const inner of entry.group.entries.values()) this.finish(inner, this.requests.unknownBecause(inner, err))
       return
     }
     if (entry.internal) return
@@ -346,17 +424,18 @@ class BridgeConnection {
     return bridgeError(error)
   }
 
+  /** The error of a call made on (or cut off by) a closed client. */
   closedError() {
-    return lockingError(Types.UNEXPECTED_STATE, "locking-bridge: the client is closed", { bridgeCode: "closed" })
+    return bridgeFailure("closed", "locking-bridge: the client is closed")
   }
 
+  /** The error of a call that waited waitedMs for a connection in vain; it names the last failure and its URL. */
   notConnected(waitedMs) {
-    const why = this.lastError ? `: ${this.lastError.message}` : ""
-    return lockingError(
-      Types.UNEXPECTED_STATE,
-      `locking-bridge: no connection to the bridge at ${this.display} after waiting ${Math.round(waitedMs)} ms${why}`,
-      { bridgeCode: "not_connected" }
-    )
+    const several = this.targets.length > 1
+    const where = several ? `any of the bridges at ${this.display}` : `the bridge at ${this.display}`
+    let why = ""
+    if (this.lastError) why = several ? `; the last error, at ${this.lastErrorAt}: ${reasonOf(this.lastError)}` : `: ${reasonOf(this.lastError)}`
+    return bridgeFailure("not_connected", `locking-bridge: no connection to ${where} after waiting ${Math.round(waitedMs)} ms${why}`)
   }
 }
 

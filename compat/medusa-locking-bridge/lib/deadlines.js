@@ -12,7 +12,7 @@
 //   (for the `lease` request, the send time plus the bridge's wait for the keys: grantedAt);
 // * a draining connection (going_away): every lease is lost at receipt + drain_ms − margin.
 
-const { Types, lockingError } = require("./errors")
+const { bridgeFailure } = require("./errors")
 
 /**
  * The moment a lease's valid_ms counts from: the send time of the request that got it, plus the
@@ -41,10 +41,10 @@ function heartbeatInterval(configuredMs, heartbeat, display) {
   if (configuredMs === undefined) return heartbeat.interval_ms
   const max = (heartbeat.timeout_ms - marginOf(heartbeat.timeout_ms)) / 2
   if (configuredMs > max) {
-    throw lockingError(
-      Types.INVALID_ARGUMENT,
+    throw bridgeFailure(
+      "heartbeat_interval",
       `locking-bridge: heartbeatIntervalMs ${configuredMs} is too long for the bridge at ${display}: its client timeout is ${heartbeat.timeout_ms} ms, so the client must ping at least every ${max} ms ((timeout_ms - timeout_ms/4)/2); lower the option or leave it unset to ping every ${heartbeat.interval_ms} ms as the bridge asks`,
-      { bridgeCode: "heartbeat_interval", fatal: true }
+      { fatal: true }
     )
   }
   return configuredMs

@@ -5,18 +5,24 @@
 // whose replies a link never delivered is lib/requests.js's business; the reconnect loop and the
 // queue of new work are lib/connection.js's.
 
-const { Types, lockingError } = require("./errors")
-const { BridgeSocket } = require("./socket")
+const { Types, bridgeFailure, lockingError, reasonOf } = require("./errors")
+const { BridgeSocket, domainMismatch, domainOf } = require("./socket")
 const { Deadlines, heartbeatInterval, grantedAt } = require("./deadlines")
 
 /** How many lease_lost events for unknown lease ids a link keeps for grants still to come. */
 const MAX_LOST_FIRST = 64
 
-/** A connection to the bridge, from the upgrade to its end. */
+/** A connection to one bridge, from the upgrade to its end. */
 class Link {
-  /** @param {import("./connection").BridgeConnection} client */
-  constructor(client) {
+  /**
+   * @param {import("./connection").BridgeConnection} client
+   * @param {{url: URL, display: string}} target the bridge it connects to (one of client.targets)
+   */
+  constructor(client, target) {
     this.client = client
+    this.target = target
+    /** The bridge's URL for messages, without credentials. */
+    this.display = target.display
     this.state = "connecting" // connecting | open | draining | ended
     this.welcome = null
     this.welcomedAt = 0
@@ -29,7 +35,7 @@ class Link {
     this.pinger = null
     this.refusal = null
     this.socket = new BridgeSocket(
-      { url: client.url, display: client.display, token: client.token, wsOptions: client.wsOptions, hello: client.hello, handshakeTimeoutMs: client.handshakeTimeoutMs },
+      client.socketOptions(target),
       {
         welcome: (msg) => this.onWelcome(msg),
         frame: (msg) => this.onFrame(msg),
@@ -57,13 +63,21 @@ class Link {
   onWelcome(msg) {
     let interval
     try {
-      interval = heartbeatInterval(this.client.heartbeatIntervalMs, msg.heartbeat, this.client.display)
+      interval = heartbeatInterval(this.client.heartbeatIntervalMs, msg.heartbeat, this.display)
     } catch (err) {
       // Not usable: the client could not keep its leases certain. It holds none yet.
       this.refusal = err
       this.end(err, { close1000: true })
       return
     }
+    // Every bridge of the client must be of the lock domain of the first that welcomed it.
+    const mismatch = this.client.domain && domainMismatch(this.client.domain, msg, this.display)
+    if (mismatch) {
+      this.refusal = mismatch
+      this.end(mismatch, { close1000: true })
+      return
+    }
+    this.client.domain ??= domainOf(msg, this.display)
     this.welcome = msg
     this.welcomedAt = performance.now()
     this.state = "open"
@@ -77,17 +91,59 @@ class Link {
     this.client.linkWelcomed(this)
   }
 
-  /** Sends entry with a fresh id (increasing across every connection of the client). */
+  /**
+   * Sends entry with a fresh id (increasing across every connection of the client). A request
+   * beyond the welcome's limits (limitProblem) is never sent: it fails with its invalid_data
+   * error at once, and send returns false.
+   */
   send(entry, { counted = true } = {}) {
     const id = this.client.nextId++
     const fields = entry.build ? entry.build() : entry.fields
+    const frame = JSON.stringify({ id, op: entry.op, ...fields })
+    const problem = this.limitProblem(entry.op, fields, frame)
+    if (problem) {
+      this.client.finish(entry, problem)
+      return false
+    }
     entry.id = id
     entry.link = this
     entry.sent = fields
     entry.counted = counted
     this.inflight.set(id, entry)
     if (counted) this.counted++
-    entry.sentAt = this.socket.send({ id, op: entry.op, ...fields })
+    entry.sentAt = this.socket.send(frame)
+    return true
+  }
+
+  /**
+   * Why the bridge would refuse the request op (its fields, encoded as frame) for the welcome's
+   * limits, as an invalid_data error (a mistake in the caller's arguments), or null: more keys
+   * than max_keys (the bridge would answer too_many_keys), or a frame larger than
+   * max_frame_bytes (the bridge would close the whole connection, 1009, losing its leases).
+   * Pings and resumes are small by construction.
+   */
+  limitProblem(op, fields, frame) {
+    if (op === "ping" || op === "resume") return null
+    const limits = this.welcome?.limits ?? {}
+    const keys = Array.isArray(fields.keys) ? fields.keys.length : 0
+    if (limits.max_keys > 0 && keys > limits.max_keys) {
+      return lockingError(
+        Types.INVALID_DATA,
+        `locking-bridge: the "${op}" request names ${keys} keys, more than the bridge at ${this.display} accepts (max_keys ${limits.max_keys}); nothing was sent`,
+        { bridgeCode: "too_many_keys" }
+      )
+    }
+    if (limits.max_frame_bytes > 0) {
+      const bytes = Buffer.byteLength(frame)
+      if (bytes > limits.max_frame_bytes) {
+        return lockingError(
+          Types.INVALID_DATA,
+          `locking-bridge: the "${op}" request is ${bytes} bytes of JSON, more than the bridge at ${this.display} accepts (max_frame_bytes ${limits.max_frame_bytes}): use fewer or shorter keys, or a shorter ownerId; nothing was sent`,
+          { bridgeCode: "frame_too_large" }
+        )
+      }
+    }
+    return null
   }
 
   ping() {
@@ -183,7 +239,7 @@ class Link {
     this.state = "draining"
     const drainMs = Number.isFinite(msg.drain_ms) && msg.drain_ms > 0 ? msg.drain_ms : 0
     this.deadlines.drain(drainMs)
-    this.client.logger?.info?.(`locking-bridge: the bridge at ${this.client.display} is shutting down (drain ${drainMs} ms); new work goes to a new connection`)
+    this.client.logger?.info?.(`locking-bridge: the bridge at ${this.display} is shutting down (drain ${drainMs} ms); new work goes to a new connection`)
     this.client.linkDraining(this)
   }
 
@@ -199,8 +255,8 @@ class Link {
     if (!this.leases.has(lease.id)) return
     const cause =
       why === "drain"
-        ? lockingError(Types.UNEXPECTED_STATE, `locking-bridge: the bridge at ${this.client.display} is shutting down and the lease was not released before the end of its drain`, { bridgeCode: "shutting_down" })
-        : lockingError(Types.UNEXPECTED_STATE, `locking-bridge: no renewal of the lease was confirmed by the bridge at ${this.client.display} before its deadline`, { bridgeCode: "lease_deadline" })
+        ? bridgeFailure("shutting_down", `locking-bridge: the bridge at ${this.display} is shutting down and the lease was not released before the end of its drain`)
+        : bridgeFailure("lease_deadline", `locking-bridge: no renewal of the lease was confirmed by the bridge at ${this.display} before its deadline`)
     lease.lose({ cause })
     this.client.logger?.warn?.(`${lease.signal.reason.message} (${cause.message})`)
     this.releaseLease(lease).catch(() => {})
@@ -209,10 +265,9 @@ class Link {
   /** No request was answered for timeoutMs − margin: every lease is lost; then close with 1000. */
   connectionExpired() {
     const waited = Math.round(performance.now() - this.deadlines.proof)
-    const cause = lockingError(
-      Types.UNEXPECTED_STATE,
-      `locking-bridge: the bridge at ${this.client.display} answered nothing sent in the last ${waited} ms (its client timeout is ${this.timeoutMs} ms), so the connection's leases are no longer certain`,
-      { bridgeCode: "heartbeat_timeout" }
+    const cause = bridgeFailure(
+      "heartbeat_timeout",
+      `locking-bridge: the bridge at ${this.display} answered nothing sent in the last ${waited} ms (its client timeout is ${this.timeoutMs} ms), so the connection's leases are no longer certain`
     )
     this.end(cause, { close1000: true })
   }
@@ -254,7 +309,7 @@ class Link {
 
   /** The bridge is closing the connection: its leases are lost before the close is answered. */
   onPeerClose(code) {
-    const cause = lockingError(Types.UNEXPECTED_STATE, `locking-bridge: the bridge at ${this.client.display} closed the connection (code ${code})`, { bridgeCode: "connection_lost" })
+    const cause = bridgeFailure("connection_lost", `locking-bridge: the bridge at ${this.display} closed the connection (code ${code})`)
     for (const lease of this.leases.values()) lease.lose({ cause })
   }
 
@@ -262,7 +317,7 @@ class Link {
     if (this.state !== "ended") {
       const why = this.refusal ?? error ?? new Error("the connection closed")
       const cause = this.welcome
-        ? lockingError(Types.UNEXPECTED_STATE, `locking-bridge: the connection to the bridge at ${this.client.display} closed: ${why.message}`, { bridgeCode: "connection_lost" })
+        ? bridgeFailure("connection_lost", `locking-bridge: the connection to the bridge at ${this.display} closed: ${reasonOf(why)}`)
         : why
       this.end(cause)
     }

@@ -20,34 +20,94 @@ const DEFAULTS = Object.freeze({
   heartbeatIntervalMs: undefined,
 })
 
-/** Parses the bridge URL: ws(s):// or http(s)://, path /ws when none is given. */
-function parseUrl(url) {
+/**
+ * Parses one bridge URL: ws(s):// or http(s)://, path /ws when none is given, no fragment. label
+ * names it in the one-line error thrown for a bad one (`the "url" option`, or `URL 2 of the
+ * "url" option`). The error never shows what was given beyond describeUrl's form: an entry that
+ * does not parse is named by its label only, since it may hold credentials.
+ */
+function parseUrl(url, label = `the "url" option`) {
   if (typeof url !== "string" || url === "") {
-    throw new Error(`locking-bridge: the "url" option is required, e.g. "ws://127.0.0.1:7420/ws"`)
+    throw new Error(`locking-bridge: ${label} is required, e.g. "ws://127.0.0.1:7420/ws"`)
   }
   let u
   try {
     u = new URL(url)
   } catch {
-    throw new Error(`locking-bridge: the "url" option is not a valid URL: ${JSON.stringify(url)}`)
+    throw new Error(`locking-bridge: ${label} is not a valid URL (the entry is not shown: it may contain credentials)`)
   }
   const schemes = { "ws:": "ws:", "wss:": "wss:", "http:": "ws:", "https:": "wss:" }
   if (!schemes[u.protocol]) {
-    throw new Error(`locking-bridge: the "url" option must start with ws://, wss://, http:// or https://, got ${JSON.stringify(url)}`)
+    throw new Error(`locking-bridge: ${label} must start with ws://, wss://, http:// or https://, got ${JSON.stringify(describeUrl(u))}`)
+  }
+  // A "#" in href is the fragment's (elsewhere the serializer escapes it), also an empty one.
+  if (u.href.includes("#")) {
+    throw new Error(`locking-bridge: ${label} must not have a fragment (#…): a WebSocket URL cannot carry one`)
   }
   u.protocol = schemes[u.protocol]
   if (u.pathname === "" || u.pathname === "/") u.pathname = "/ws"
   return u
 }
 
-/** The URL without credentials, for messages. */
+/** What kind of value v is, for a message that must not show it: undefined, null, "a number", … */
+function kindOf(v) {
+  if (v === undefined || v === null) return String(v)
+  if (Array.isArray(v)) return "an array"
+  if (v === "") return "an empty string"
+  const type = typeof v
+  return `${/^[aeiou]/.test(type) ? "an" : "a"} ${type}`
+}
+
+/**
+ * The entries of the "url" option: an array as given, or a string split at its commas (for
+ * environment variables), each entry trimmed and empty ones dropped (a trailing comma).
+ */
+function urlEntries(option) {
+  if (option === undefined || option === null) return []
+  if (Array.isArray(option)) return option
+  if (typeof option !== "string") {
+    throw new Error(`locking-bridge: the "url" option must be a URL, an array of URLs or a string of URLs separated by commas, got ${kindOf(option)}`)
+  }
+  return option.split(",").map((s) => s.trim()).filter((s) => s !== "")
+}
+
+/**
+ * Parses the "url" option into the bridges the client tries, in the order given:
+ * [{url, display}], at least one, duplicates dropped. Throws one line naming the option (and,
+ * in a list, the position of the URL at fault).
+ */
+function parseUrls(option) {
+  const entries = urlEntries(option)
+  if (entries.length === 0) parseUrl(undefined)
+  const targets = []
+  entries.forEach((entry, i) => {
+    const label = entries.length === 1 ? `the "url" option` : `URL ${i + 1} of the "url" option`
+    if (typeof entry !== "string" || entry.trim() === "") {
+      throw new Error(`locking-bridge: ${label} must be a non-empty string, got ${kindOf(typeof entry === "string" ? "" : entry)}`)
+    }
+    const url = parseUrl(entry.trim(), label)
+    if (!targets.some((t) => t.url.href === url.href)) targets.push({ url, display: describeUrl(url) })
+  })
+  return targets
+}
+
+/**
+ * The URL for messages and logs (every message names a bridge this way): without its userinfo
+ * (user:password@) and with every query value shown as *** (a parameter without "=" is shown as
+ * *** whole, since it may be a secret itself); the fragment, if any, is dropped.
+ */
 function describeUrl(u) {
   const copy = new URL(u.href)
-  if (copy.username || copy.password) {
-    copy.username = "***"
-    copy.password = ""
+  copy.username = ""
+  copy.password = ""
+  copy.hash = ""
+  const query = copy.search.slice(1)
+  copy.search = ""
+  let text = copy.href
+  if (query !== "") {
+    text += "?" + query.split("&").map((part) => (part.includes("=") ? `${part.slice(0, part.indexOf("="))}=***` : part === "" ? "" : "***")).join("&")
   }
-  return copy.href
+  return text
 }
 
 /** Reads a positive number of milliseconds option, or its default (undefined: none). */
@@ -76,4 +136,4 @@ function clientHello(options) {
   return new URLSearchParams({ host: os.hostname(), pid: String(process.pid), program }).toString()
 }
 
-module.exports = { DEFAULTS, MAX_TIMER_MS, CLIENT_HEADER, parseUrl, describeUrl, msOption, clientHello }
+module.exports = { DEFAULTS, MAX_TIMER_MS, CLIENT_HEADER, parseUrl, parseUrls, describeUrl, msOption, clientHello }

@@ -6,6 +6,7 @@
 const { BridgeConnection } = require("./connection")
 const { Types, lockingError } = require("./errors")
 const { fencingOf } = require("./lease")
+const { parseUrls } = require("./options")
 
 /** Stock defaults, in seconds. */
 const DEFAULT_WAIT_LOCKING_TIMEOUT = 5
@@ -18,14 +19,19 @@ const CLIENT_REGISTRATION = "lockingBridgeClient"
 const OPTIONS_REGISTRATION = "lockingBridgeOptions"
 
 /**
- * Checks the provider options as Medusa gives them (medusa-config `providers[].options`). The
- * message for a missing url follows stock's for a missing redisUrl.
+ * Checks the provider options as Medusa gives them (medusa-config `providers[].options`), each
+ * problem in one line naming the option: a missing url (worded as stock words a missing
+ * redisUrl), a bad URL in it, a lazyConnect that is not a boolean.
  */
 function validateOptions(options) {
-  if (!options?.url) {
+  if (!options?.url || (Array.isArray(options.url) && options.url.length === 0)) {
     throw new Error(
       `No "url" provided in "locking" module, "locking-bridge" provider options. It is required for the "locking-bridge" Module provider.`
     )
+  }
+  parseUrls(options.url)
+  if (options.lazyConnect !== undefined && typeof options.lazyConnect !== "boolean") {
+    throw new Error(`locking-bridge: the "lazyConnect" option must be true or false, got ${JSON.stringify(options.lazyConnect) ?? String(options.lazyConnect)}`)
   }
 }
 

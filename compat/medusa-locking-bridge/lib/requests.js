@@ -11,10 +11,18 @@
 //   send time + timeout_ms + 1 s), `settle` with its claim tells whether it holds the keys
 //   (success) or left nothing behind (sent again with a fresh claim);
 // * unknown lease (or one granted on the ended connection): sent again within execute's timeout;
-// * a `shutting_down` reply left nothing behind: sent again on the next connection.
+// * a `shutting_down` reply left nothing behind: sent again on the next connection;
+// * while no bridge tells the outcome, a request waits at most its own limit, counted from the
+//   drop and whether or not a bridge welcomes the client meanwhile (see limit): a lease until
+//   execute's timeout (then connection_lost: nothing is held, since the bridge frees the leases
+//   of an ended connection); a release or releaseAll its connection wait (connectTimeoutMs); an
+//   acquire that wait plus the settle window (an acquire with awaitQueue has no limit). The last
+//   two then reject with outcome_unknown: they may have run, so they are never reported as
+//   having left nothing behind.
 
-const { Types, lockingError, outcomeUnknown } = require("./errors")
+const { bridgeFailure, outcomeUnknown, reasonOf } = require("./errors")
 const { Lease } = require("./lease")
+const { MAX_TIMER_MS } = require("./options")
 
 /** How far past the old connection's end the client waits before settling an acquire. */
 const SETTLE_SLACK_MS = 1000
@@ -28,12 +36,21 @@ class Requests {
     this.client = client
     this.groups = [] // sessions whose in-flight ids wait for a resume: {session, timeoutMs, lastSentAt, entries}
     this.settling = new Set() // acquires waiting for their settle time
+    this.retrying = new Set() // failed settles waiting for their retry timer (settle.retryTimer)
     this.settleTimer = null
   }
 
-  /** True while a request whose connection ended awaits its outcome: a resume or a settle. */
+  /** True while a request whose connection ended awaits its outcome: a resume, a settle or its retry. */
   get pending() {
-    return this.groups.length > 0 || this.settling.size > 0
+    return this.groups.some((group) => this.awaited(group)) || this.settling.size > 0 || this.retrying.size > 0
+  }
+
+  /** True while a request of group still awaits its outcome (a resume's: through its own group). */
+  awaited(group) {
+    for (const entry of group.entries.values()) {
+      if (entry.op === "resume" ? this.awaited(entry.group) : !gone(entry)) return true
+    }
+    return false
   }
 
   /**
@@ -42,6 +59,7 @@ class Requests {
    */
   reply(entry, reply, link, batch) {
     const { client } = this
+    if (gone(entry)) return this.late(entry, reply, link)
     switch (entry.op) {
       case "resume":
         return this.resumed(entry.group, reply)
@@ -74,18 +92,75 @@ class Requests {
     client.finish(entry, client.bridgeError(reply.error))
   }
 
+  /**
+   * The reply to a request given up on already (its limit passed, or the client closed): a lease
+   * granted on a live link is given back at once, since nobody believes in it.
+   */
+  late(entry, reply, link) {
+    if (entry.op !== "lease" || reply.ok !== true || typeof reply.result?.lease !== "string" || !link?.usable) return
+    link.send({ op: "lease_release", fields: { lease: reply.result.lease }, internal: true })
+  }
+
   /** A link ended with entries in flight: they wait for a resume on the next connection. */
   orphaned(link, entries) {
+    const droppedAt = performance.now()
     const group = { session: link.welcome.session, timeoutMs: link.timeoutMs, lastSentAt: link.socket.lastSentAt, entries: new Map() }
     for (const entry of entries) {
       if (entry.op === "ping") continue
       // A lease of an ended connection is released by the bridge: nothing to give back.
       if (entry.op === "lease_release") this.client.finish(entry, null, false)
-      else group.entries.set(entry.id, entry)
+      else {
+        group.entries.set(entry.id, entry)
+        this.limit(entry, group, droppedAt)
+      }
     }
     if (group.entries.size === 0) return
     this.groups.push(group)
     this.resumeAll()
+  }
+
+  /**
+   * Arms the limit of entry, cut off by the end of its connection (group) at droppedAt: how long
+   * it may wait for its outcome (see the top of this file). Internal entries (a settle, a resume)
+   * have none of their own: the calls they serve have theirs.
+   */
+  limit(entry, group, droppedAt) {
+    let ms
+    if (entry.op === "lease") ms = entry.deadline - droppedAt
+    else if (entry.op === "release" || entry.op === "release_all") ms = entry.waitMs
+    else if (entry.op === "acquire") ms = entry.waitMs + Math.max(0, settleTime(group) - droppedAt)
+    else return
+    clearTimeout(entry.orphanTimer)
+    entry.orphanTimer = null
+    if (!(ms < MAX_TIMER_MS)) return // no limit (an acquire with awaitQueue)
+    entry.orphanTimer = setTimeout(() => this.gaveUp(entry, droppedAt), Math.max(0, ms))
+  }
+
+  /** The limit of entry (see limit) passed before any bridge told its outcome. */
+  gaveUp(entry, droppedAt) {
+    entry.orphanTimer = null
+    if (entry.done) return
+    this.settling.delete(entry)
+    for (const settle of this.retrying) if (settle.acquire === entry) this.stopRetry(settle)
+    const { queue } = this.client
+    for (let i = queue.length - 1; i >= 0; i--) if (queue[i].acquire === entry) queue.splice(i, 1) // its queued settle
+    if (entry.op === "lease") {
+      this.client.finish(entry, this.leaseCutOff(entry))
+    } else {
+      const { lastError, lastErrorAt } = this.client
+      const last = lastError ? `; the last error, at ${lastErrorAt}: ${reasonOf(lastError)}` : ""
+      const why = `the connection to the bridge at ${this.displayOf(entry)} ended before the reply, and no bridge told its outcome within ${Math.round(performance.now() - droppedAt)} ms${last}`
+      this.client.finish(entry, outcomeUnknown(entry.op, entry.sent, why))
+    }
+    this.client.keepAlive()
+  }
+
+  /** The error of a lease request cut off by a lost connection once execute's timeout passed. */
+  leaseCutOff(entry) {
+    return bridgeFailure(
+      "connection_lost",
+      `locking-bridge: the connection to the bridge at ${this.displayOf(entry)} ended while "lease" was in flight and execute's timeout has passed; nothing is held`
+    )
   }
 
   /** Sends a resume for every session waiting for one, on the current link. */
@@ -93,7 +168,9 @@ class Requests {
     const link = this.client.current
     if (!link) return
     for (const group of this.groups.splice(0)) {
-      link.send({ op: "resume", group, fields: { session: group.session, ids: [...group.entries.keys()] }, internal: true }, { counted: false })
+      if (!this.awaited(group)) continue // every request of it was given up on
+      const resume = { op: "resume", group, fields: { session: group.session, ids: [...group.entries.keys()] }, internal: true }
+      link.send(resume, { counted: false })
     }
   }
 
@@ -107,6 +184,7 @@ class Requests {
     // Requests sent again keep their order, ahead of newer work.
     const resend = []
     for (const entry of group.entries.values()) {
+      if (gone(entry)) continue // given up on (its limit passed)
       const o = outcomes.get(entry.id)
       const state = o?.state === "replied" && !(o.reply && typeof o.reply === "object") ? "unknown" : o?.state ?? "unknown"
       this.client.logger?.debug?.(`locking-bridge: resumed "${entry.op}" (id ${entry.id}): ${state}`)
@@ -119,10 +197,11 @@ class Requests {
 
   /** The outcome of entry is unknown (the session, or the request, is not known any more). */
   unknown(entry, group, batch) {
-    const why = `the connection to the bridge at ${this.client.display} ended before the reply, and the bridge no longer knows the request`
+    if (gone(entry)) return
+    const why = `the connection to the bridge at ${this.displayOf(entry)} ended before the reply, and the bridge no longer knows the request`
     switch (entry.op) {
       case "acquire":
-        return this.settleAt(entry, group.lastSentAt + group.timeoutMs + SETTLE_SLACK_MS)
+        return this.settleAt(entry, settleTime(group))
       case "release":
       case "release_all":
         return this.client.finish(entry, outcomeUnknown(entry.op, entry.sent, why))
@@ -134,23 +213,21 @@ class Requests {
     }
   }
 
-  /** Sends entry again on the next connection, if it is still wanted (into batch, when given, for the caller to queue). */
+  /**
+   * Sends entry again on the next connection, if it is still wanted (into batch, when given, for
+   * the caller to queue). Its outcome is known: it left nothing behind, so its limit (see limit)
+   * ends; it waits like new work.
+   */
   again(entry, batch) {
     const { client } = this
+    if (gone(entry)) return
     if (entry.op === "resume") {
       this.groups.push(entry.group)
       return this.resumeAll()
     }
-    if (entry.op === "lease" && performance.now() >= entry.deadline) {
-      return client.finish(
-        entry,
-        lockingError(
-          Types.UNEXPECTED_STATE,
-          `locking-bridge: the connection to the bridge at ${client.display} ended while "lease" was in flight and execute's timeout has passed; nothing is held`,
-          { bridgeCode: "connection_lost" }
-        )
-      )
-    }
+    clearTimeout(entry.orphanTimer)
+    entry.orphanTimer = null
+    if (entry.op === "lease" && performance.now() >= entry.deadline) return client.finish(entry, this.leaseCutOff(entry))
     if (batch) batch.push(entry)
     else client.enqueue(entry, { front: true })
   }
@@ -170,18 +247,12 @@ class Requests {
       why === "lost"
         ? ["was reported lost before its grant arrived", "lost_at_grant"]
         : ["arrived after its own deadline (the link is too slow)", "lease_too_late"]
-    client.finish(
-      entry,
-      lockingError(
-        Types.UNEXPECTED_STATE,
-        `locking-bridge: every lease the bridge at ${client.display} granted within execute's timeout ${what}; nothing is held`,
-        { bridgeCode }
-      )
-    )
+    client.finish(entry, bridgeFailure(bridgeCode, `locking-bridge: every lease the bridge at ${lease.link.display} granted within execute's timeout ${what}; nothing is held`))
   }
 
   /** Settles acquire at time at (performance.now()), on the connection current then. */
   settleAt(acquire, at) {
+    if (acquire.done) return
     acquire.settleAt = at
     this.settling.add(acquire)
     this.settleDue()
@@ -195,6 +266,10 @@ class Requests {
     const now = performance.now()
     let next = Infinity
     for (const acquire of this.settling) {
+      if (acquire.done) {
+        this.settling.delete(acquire)
+        continue
+      }
       if (acquire.settleAt > now) {
         next = Math.min(next, acquire.settleAt)
         continue
@@ -207,6 +282,7 @@ class Requests {
   }
 
   settled(settle, result) {
+    if (settle.acquire.done) return
     this.client.logger?.debug?.(`locking-bridge: settled "acquire" (claim ${settle.fields.claim}): held: ${result.held === true}`)
     // Held: the settle reply carries the tokens the lost acquire reply had (fencing_token(s)).
     if (result.held === true) return this.client.finish(settle.acquire, null, result)
@@ -214,32 +290,68 @@ class Requests {
     this.again(settle.acquire)
   }
 
+  /** A settle failed (err): tried again after a growing delay, SETTLE_TRIES times in all. */
   settleFailed(settle, err) {
+    if (settle.acquire.done) return
     settle.tries++
     if (settle.tries >= SETTLE_TRIES || this.client.closed) {
-      const why = `its reply was lost, and asking the bridge at ${this.client.display} whether it holds the keys (settle) failed: ${err.message}`
+      const why = `its reply was lost, and asking the bridge at ${this.displayOf(settle)} whether it holds the keys (settle) failed: ${err.message}`
       return this.client.finish(settle.acquire, outcomeUnknown("acquire", settle.acquire.sent, why, err))
     }
-    setTimeout(() => this.client.enqueue(settle, { front: true }), 250 * 2 ** settle.tries)
+    // Tracked, so that close() (failAll) and the acquire's limit stop it.
+    settle.retryTimer = setTimeout(() => {
+      this.retrying.delete(settle)
+      this.client.enqueue(settle, { front: true })
+    }, 250 * 2 ** settle.tries)
+    this.retrying.add(settle)
+  }
+
+  stopRetry(settle) {
+    clearTimeout(settle.retryTimer)
+    this.retrying.delete(settle)
+  }
+
+  /** The URL of the bridge entry was last sent to, for messages (the client's URLs if none). */
+  displayOf(entry) {
+    return entry.link?.display ?? this.client.display
   }
 
   /**
-   * Rejects every request waiting for a resume or a settle (close()). Those that may have run
-   * (an acquire, a release) reject with outcome_unknown, caused by err: the client cannot tell
-   * any more.
+   * Rejects every request waiting for a resume, a settle or a settle's retry, at once (close()).
+   * Those that may have run (an acquire, a release) reject with outcome_unknown, caused by err:
+   * the client cannot tell any more.
    */
   failAll(err) {
     clearTimeout(this.settleTimer)
-    for (const group of this.groups.splice(0)) for (const entry of group.entries.values()) this.client.finish(entry, this.closedBefore(entry, err))
-    for (const acquire of this.settling) this.client.finish(acquire, this.closedBefore(acquire, err))
+    for (const group of this.groups.splice(0)) for (const entry of group.entries.values()) this.client.finish(entry, this.unknownBecause(entry, err))
+    for (const acquire of this.settling) this.client.finish(acquire, this.unknownBecause(acquire, err))
     this.settling.clear()
+    for (const settle of [...this.retrying]) {
+      this.stopRetry(settle)
+      this.client.finish(settle, err)
+    }
   }
 
-  /** The error of entry, whose outcome is unknown, when the client closes (err). */
-  closedBefore(entry, err) {
+  /**
+   * The error of entry, whose outcome is unknown, when the client stops waiting for it because of
+   * err (the client was closed, or the request that would tell failed): outcome_unknown, caused
+   * by err, for a request that may have run (an acquire, a release); err itself for the others.
+   */
+  unknownBecause(entry, err) {
     if (!["acquire", "release", "release_all"].includes(entry.op)) return err
-    return outcomeUnknown(entry.op, entry.sent, "the client was closed before the bridge could tell it", err)
+    const why = err?.bridgeCode === "closed" ? "the client was closed before the bridge could tell it" : `the client could not learn it: ${reasonOf(err)}`
+    return outcomeUnknown(entry.op, entry.sent, why, err)
   }
+}
+
+/** When the client settles the acquires of the ended connection group: its end at the bridge is then certain. */
+function settleTime(group) {
+  return group.lastSentAt + group.timeoutMs + SETTLE_SLACK_MS
+}
+
+/** True when entry needs no outcome any more: it is settled, or it is the settle of an acquire that is. */
+function gone(entry) {
+  return entry.done === true || entry.acquire?.done === true
 }
 
 module.exports = { Requests }

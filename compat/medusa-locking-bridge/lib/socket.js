@@ -5,7 +5,7 @@
 // about requests or leases; lib/link.js does.
 
 const WebSocket = require("ws")
-const { Types, lockingError } = require("./errors")
+const { bridgeFailure, oneLine } = require("./errors")
 const { CLIENT_HEADER } = require("./options")
 
 /** The WebSocket subprotocol of bridge protocol v2. */
@@ -94,10 +94,11 @@ class BridgeSocket {
   }
 
   /**
-   * Sends one frame; returns its send time (performance.now()): the frame leaves at the end of
-   * the tick at the latest, so deadlines counted from this time are early, never late. The
-   * frames sent in one tick leave together, in one write (the socket is corked until the next
-   * tick), instead of one write per frame. A failed send ends the socket.
+   * Sends one frame, a JSON text (or an object to encode); returns its send time
+   * (performance.now()): the frame leaves at the end of the tick at the latest, so deadlines
+   * counted from this time are early, never late. The frames sent in one tick leave together, in
+   * one write (the socket is corked until the next tick), instead of one write per frame. A
+   * failed send ends the socket.
    */
   send(frame) {
     const at = performance.now()
@@ -111,7 +112,7 @@ class BridgeSocket {
         raw.uncork()
       })
     }
-    this.ws.send(JSON.stringify(frame), () => {})
+    this.ws.send(typeof frame === "string" ? frame : JSON.stringify(frame), () => {})
     return at
   }
 
@@ -160,10 +161,10 @@ class BridgeSocket {
     const problem = welcomeProblem(msg)
     if (problem) {
       this.terminate(
-        lockingError(
-          Types.UNEXPECTED_STATE,
-          `locking-bridge: the bridge at ${this.display} sent ${problem}; this client speaks protocol version ${PROTOCOL_VERSION}`,
-          { bridgeCode: "protocol", fatal: true }
+        bridgeFailure(
+          "protocol",
+          oneLine(`locking-bridge: the bridge at ${this.display} sent ${problem}; this client speaks protocol version ${PROTOCOL_VERSION}`),
+          { fatal: true }
         )
       )
       return
@@ -192,21 +193,27 @@ class BridgeSocket {
     res.on("error", finish)
   }
 
+  /**
+   * The error of an upgrade refused with HTTP status (body: the start of the response's body),
+   * on one line, naming the URL and the option to check. 400, 401, 403 and 404 are fatal: no
+   * retry fixes them by themselves.
+   */
   httpError(status, body) {
-    const detail = body ? `: ${body}` : ""
+    const text = oneLine(body).slice(0, 200)
+    const detail = text ? `: ${text}` : ""
     const fatal = FATAL_STATUSES.has(status)
     if (status === 401) {
-      const hint = this.token ? `the bridge refused the token; check the "token" option` : `the bridge requires a token; set the "token" option`
-      return lockingError(Types.UNAUTHORIZED, `locking-bridge: ${hint} (HTTP 401 from ${this.display}${detail})`, { bridgeCode: "unauthorized", fatal })
+      const what = this.token ? `refused the token (HTTP 401${detail}); check the "token" option` : `requires a token (HTTP 401${detail}); set the "token" option`
+      return bridgeFailure("unauthorized", `locking-bridge: the bridge at ${this.display} ${what}`, { fatal })
     }
     if (status === 403) {
-      return lockingError(Types.NOT_ALLOWED, `locking-bridge: the bridge at ${this.display} refused the connection (HTTP 403${detail})`, { bridgeCode: "forbidden", fatal })
+      return bridgeFailure("forbidden", `locking-bridge: the bridge at ${this.display} refused the connection (HTTP 403${detail})`, { fatal })
     }
     if (fatal) {
-      return lockingError(
-        Types.UNEXPECTED_STATE,
-        `locking-bridge: ${this.display} refused the WebSocket upgrade (HTTP ${status}${detail}); is it a locktui bridge speaking protocol v${PROTOCOL_VERSION}?`,
-        { bridgeCode: "refused", fatal }
+      return bridgeFailure(
+        "refused",
+        `locking-bridge: ${this.display} refused the WebSocket upgrade (HTTP ${status}${detail}); is it a locktui bridge speaking protocol v${PROTOCOL_VERSION}? Check the "url" option`,
+        { fatal }
       )
     }
     return new Error(`the bridge answered HTTP ${status}${detail}`)
@@ -223,4 +230,36 @@ function welcomeProblem(msg) {
   return null
 }
 
-module.exports = { BridgeSocket, SUBPROTOCOL, PROTOCOL_VERSION }
+/**
+ * Why the bridge that sent welcome (at display) is not of the lock domain of the first bridge
+ * that welcomed the client (first: {display, namespace, owner_prefix, key_prefix}, from its
+ * welcome), as a fatal error, or null. Its locks would not exclude those taken through the
+ * first one (another namespace), or the same calls would fail there and not at the first (other
+ * token restrictions). owner_prefix and key_prefix are compared when both welcomes carry them.
+ */
+function domainMismatch(first, welcome, display) {
+  if (welcome.namespace !== first.namespace) {
+    return bridgeFailure(
+      "namespace_mismatch",
+      oneLine(`locking-bridge: the bridge at ${display} serves the lock namespace ${JSON.stringify(welcome.namespace)}, but the bridge at ${first.display} serves ${JSON.stringify(first.namespace)}: locks taken through one would not exclude those taken through the other, so the client does not use it; every URL of the "url" option must be a bridge of the same namespace (--namespace) on the same Redis; check the "url" option`),
+      { fatal: true }
+    )
+  }
+  const differs = ["owner_prefix", "key_prefix"].filter((f) => typeof welcome[f] === "string" && typeof first[f] === "string" && welcome[f] !== first[f])
+  if (differs.length > 0) {
+    const of = (w) => differs.map((f) => `${f} ${JSON.stringify(w[f])}`).join(" and ")
+    return bridgeFailure(
+      "prefix_mismatch",
+      oneLine(`locking-bridge: the bridge at ${display} restricts the token to ${of(welcome)}, but the bridge at ${first.display} to ${of(first)}: calls would fail at one and not at the other, so the client does not use it; every URL of the "url" option must accept the "token" option with the same restrictions`),
+      { fatal: true }
+    )
+  }
+  return null
+}
+
+/** The lock domain of a welcome from the bridge at display, for domainMismatch. */
+function domainOf(welcome, display) {
+  return { display, namespace: welcome.namespace, owner_prefix: welcome.owner_prefix, key_prefix: welcome.key_prefix }
+}
+
+module.exports = { BridgeSocket, SUBPROTOCOL, PROTOCOL_VERSION, domainMismatch, domainOf }

@@ -223,7 +223,8 @@ async function holderRecord(url, namespace, key) {
 
 function httpStatus(url) {
   return new Promise((resolve) => {
-    const req = http.get(url, (res) => {
+    const get = url.startsWith("https:") ? (u, cb) => require("node:https").get(u, { rejectUnauthorized: false }, cb) : http.get
+    const req = get(url, (res) => {
       res.resume()
       resolve(res.statusCode)
     })
@@ -234,20 +235,22 @@ function httpStatus(url) {
 
 /**
  * Starts the bridge on a free loopback port (or port) against redisUrl. With a token it requires
- * that token; without, it runs --insecure. args are more flags (e.g. ["--client-timeout", "1s"]).
+ * that token; without, it runs --insecure. tls ({cert, key} files, see selfSignedCert) serves
+ * wss://. args are more flags (e.g. ["--client-timeout", "1s"]).
  * Returns {url (ws), httpUrl, port, child, stop() (SIGTERM), kill() (SIGKILL), metric(name)}.
  */
-async function startBridge({ redisUrl, token, namespace, port, args: extra = [] } = {}) {
+async function startBridge({ redisUrl, token, namespace, port, tls, args: extra = [] } = {}) {
   const bin = await buildBridge()
   port ??= await freePort()
   const args = ["--listen", `127.0.0.1:${port}`, "--redis", redisUrl, ...extra]
   if (namespace !== undefined) args.push("--namespace", namespace)
+  if (tls) args.push("--tls-cert", tls.cert, "--tls-key", tls.key)
   if (!token) args.push("--insecure")
   const env = { ...process.env }
   if (token) env.BRIDGE_TOKEN = token
   else delete env.BRIDGE_TOKEN
   const child = track(spawn(bin, args, { env, stdio: ["ignore", "ignore", "pipe"] }), "bridge")
-  const httpUrl = `http://127.0.0.1:${port}`
+  const httpUrl = `${tls ? "https" : "http"}://127.0.0.1:${port}`
   await waitFor(`the bridge on port ${port}`, async () => {
     if (child.exitCode !== null) throw new Error(`the bridge exited: ${child.stderrText()}`)
     return (await httpStatus(`${httpUrl}/readyz`)) === 200
@@ -255,7 +258,7 @@ async function startBridge({ redisUrl, token, namespace, port, args: extra = [] 
   return {
     port,
     httpUrl,
-    url: `ws://127.0.0.1:${port}/ws`,
+    url: `${tls ? "wss" : "ws"}://127.0.0.1:${port}/ws`,
     child,
     stop: () => stopChild(child),
     kill: () => stopChild(child, "SIGKILL"),
@@ -275,7 +278,7 @@ async function startBridge({ redisUrl, token, namespace, port, args: extra = [] 
 
 function httpText(url) {
   return new Promise((resolve, reject) => {
-    const req = http.get(url, (res) => {
+    const req = (url.startsWith("https:") ? (u, cb) => require("node:https").get(u, { rejectUnauthorized: false }, cb) : http.get)(url, (res) => {
       let body = ""
       res.setEncoding("utf8")
       res.on("data", (d) => (body += d))
@@ -284,6 +287,25 @@ function httpText(url) {
     req.setTimeout(2000, () => req.destroy(new Error("timeout")))
     req.on("error", reject)
   })
+}
+
+/**
+ * A self-signed TLS certificate (its own CA) for the host names dns, made with the openssl
+ * command in a temporary directory: {cert, key} (file paths), ca (the certificate's PEM text, for
+ * wsOptions.ca) and remove().
+ */
+function selfSignedCert(dns = ["localhost"]) {
+  if (!which("openssl")) throw new Error("openssl is not installed: the TLS tests make their certificate with it (apt-get install -y openssl)")
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "locking-bridge-tls-"))
+  const cert = path.join(dir, "cert.pem")
+  const key = path.join(dir, "key.pem")
+  const r = spawnSync("openssl", [
+    "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+    "-subj", `/CN=${dns[0]}`, "-addext", `subjectAltName=${dns.map((d) => `DNS:${d}`).join(",")}`,
+    "-keyout", key, "-out", cert,
+  ], { encoding: "utf8" })
+  if (r.status !== 0) throw new Error(`openssl req failed: ${r.stderr}`)
+  return { cert, key, ca: fs.readFileSync(cert, "utf8"), remove: () => fs.rmSync(dir, { recursive: true, force: true }) }
 }
 
 /** A fault-injecting TCP proxy to targetPort (see test-support/faultproxy.js). */
@@ -327,6 +349,7 @@ module.exports = {
   locktui,
   holderRecord,
   startBridge,
+  selfSignedCert,
   startProxy,
   stopChild,
   guardUnhandledRejections,

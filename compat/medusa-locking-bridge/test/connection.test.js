@@ -10,7 +10,7 @@ const readline = require("node:readline")
 const { describe, test, before, after } = require("node:test")
 const assert = require("node:assert/strict")
 const { useBridgeEnv, startProxy, startBridge, freePort, waitFor, sleep } = require("../test-support/env")
-const { createBridgeLockingProvider } = require("..")
+const { createBridgeLockingProvider, LOCKING_BRIDGE_ERROR } = require("..")
 
 const NS = "medusa_lock:"
 let proxy
@@ -29,6 +29,15 @@ function proxied(options = {}) {
 
 /** Waits until the provider has n requests in flight on its connections. */
 const inFlight = (locks, n) => waitFor(`${n} request(s) in flight`, () => locks.client_.inflightCount === n)
+
+/** promise, or a failure naming what when it is still pending after ms. */
+function within(ms, promise, what) {
+  let timer
+  const late = new Promise((resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} still pending after ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer))
+}
 
 /** Cuts the open connections and lets the next ones through. */
 function cutAndRestore() {
@@ -106,6 +115,97 @@ describe("a dropped connection", () => {
     await inFlight(locks, 1)
     cutAndRestore()
     assert.equal(await run, "ran")
+  })
+})
+
+describe("a request cut off while no bridge answers", () => {
+  // Defect: the requests in flight when the connection dropped waited for a resume on the next
+  // connection with no limit at all: with no bridge answering they never settled.
+  test("settles within its own limit counted from the drop: execute at its timeout, release at connectTimeoutMs, acquire at connectTimeoutMs plus the settle window", async () => {
+    const own = await startProxy(env.bridge.port)
+    env.onClose(() => own.stop())
+    const down = `ws://127.0.0.1:${await freePort()}/ws`
+    const other = env.provider()
+    await other.acquire("co_exec", { ownerId: "other", expire: 60 })
+    const locks = env.provider({ url: [own.url, down], connectTimeoutMs: 500, reconnectMinDelayMs: 100, reconnectMaxDelayMs: 400 })
+    await locks.ready(20000)
+    const outcome = (p) => p.then((v) => ({ value: v, at: performance.now() }), (err) => ({ err, at: performance.now() }))
+    const executed = outcome(locks.execute("co_exec", async () => "never", { timeout: 2 }))
+    const executeStarted = performance.now()
+    await inFlight(locks, 1)
+    own.hold("up") // the release and the acquire never reach the bridge
+    const released = outcome(locks.release("co_rel", { ownerId: "o" }))
+    const acquired = outcome(locks.acquire("co_acq", { ownerId: "o" }))
+    await inFlight(locks, 3)
+    own.refuse(true)
+    own.cut("both")
+    const droppedAt = performance.now()
+    const limit = (p, what) => within(15000, p, what)
+
+    const rel = await limit(released, "the release")
+    assert.equal(rel.err?.bridgeCode, "outcome_unknown", String(rel.err?.message))
+    assert.match(rel.err.message, /^locking-bridge: the outcome of the release of key\(s\) "co_rel" for owner "o" is unknown: the connection to the bridge at \S+ ended before the reply, and no bridge told its outcome within \d+ ms/)
+    assert.ok(rel.at - droppedAt >= 450 && rel.at - droppedAt < 2500, `the release settled ${rel.at - droppedAt} ms after the drop (connectTimeoutMs 500)`)
+
+    const exe = await limit(executed, "execute")
+    assert.equal(exe.err?.bridgeCode, "connection_lost", String(exe.err?.message))
+    assert.match(exe.err.message, /ended while "lease" was in flight and execute's timeout has passed; nothing is held$/)
+    assert.ok(exe.at - executeStarted >= 1950 && exe.at - executeStarted < 4000, `execute settled ${exe.at - executeStarted} ms after it began (timeout 2 s)`)
+
+    // The settle window: the old connection's last frame + the bridge's client timeout (1 s) + 1 s.
+    const acq = await limit(acquired, "the acquire")
+    assert.equal(acq.err?.bridgeCode, "outcome_unknown", String(acq.err?.message))
+    assert.match(acq.err.message, /^locking-bridge: the outcome of the acquire of key\(s\) "co_acq" for owner "o" is unknown: /)
+    assert.ok(acq.at - droppedAt >= 1500 && acq.at - droppedAt < 6000, `the acquire settled ${acq.at - droppedAt} ms after the drop (500 ms + a settle window of about 2 s)`)
+    assert.equal(locks.client_.requests.pending, false, "nothing awaits an outcome any more")
+
+    // Once a bridge answers again, none of them is sent again.
+    own.restore()
+    own.refuse(false)
+    await locks.ready(20000)
+    await sleep(300)
+    assert.equal(await env.raw.get(NS + "co_acq"), null)
+    assert.equal(await other.release("co_exec", { ownerId: "other" }), true)
+  })
+})
+
+describe("a request larger than the bridge's limits", () => {
+  // Defect: a frame over max_frame_bytes was sent: the bridge closed the whole connection (1009),
+  // every lease on it was lost, and the request was sent again on the next connection.
+  test("fails alone with invalid_data naming the limit; the connection and its leases stay", async () => {
+    const logs = []
+    const locks = proxied({ logger: { warn: (m) => logs.push(m), info: () => {} } })
+    await locks.ready(20000)
+    const link = locks.client_.current
+    const limits = link.welcome.limits
+    let started
+    const jobStarted = new Promise((resolve) => (started = resolve))
+    let release
+    const running = locks.execute("co_innocent", async (signal) => {
+      started()
+      await new Promise((resolve) => (release = resolve))
+      return signal.aborted ? "aborted" : "held throughout"
+    }, { expire: 30 })
+    await jobStarted
+
+    await assert.rejects(within(10000, locks.acquire("x".repeat(limits.max_frame_bytes), { ownerId: "o" }), "the oversized acquire"), (err) => {
+      assert.equal(err.type, "invalid_data")
+      assert.equal(err.bridgeCode, "frame_too_large")
+      assert.match(err.message, new RegExp(`^locking-bridge: the "acquire" request is \\d+ bytes of JSON, more than the bridge at \\S+ accepts \\(max_frame_bytes ${limits.max_frame_bytes}\\): use fewer or shorter keys, or a shorter ownerId; nothing was sent$`))
+      return true
+    })
+    await assert.rejects(within(10000, locks.execute(["y".repeat(limits.max_frame_bytes)], async () => "never"), "the oversized execute"), { type: "invalid_data", bridgeCode: "frame_too_large" })
+    const many = Array.from({ length: limits.max_keys + 1 }, (_, i) => `co_k${i}`)
+    await assert.rejects(within(10000, locks.release(many, { ownerId: "o" }), "the release of too many keys"), (err) => {
+      assert.equal(err.type, "invalid_data")
+      assert.equal(err.bridgeCode, "too_many_keys")
+      assert.match(err.message, new RegExp(`^locking-bridge: the "release" request names ${many.length} keys, more than the bridge at \\S+ accepts \\(max_keys ${limits.max_keys}\\); nothing was sent$`))
+      return true
+    })
+    assert.equal(locks.client_.current, link, "the same connection")
+    release()
+    assert.equal(await running, "held throughout")
+    assert.deepEqual(logs.filter((m) => /lost the connection|Lost the lock/.test(m)), [])
   })
 })
 
@@ -193,7 +293,7 @@ describe("heartbeats", () => {
     const locks = proxied({ heartbeatIntervalMs: 376 })
     await assert.rejects(locks.ready(20000), (err) => {
       assert.equal(err.bridgeCode, "heartbeat_interval")
-      assert.equal(err.type, "invalid_argument")
+      assert.equal(err.type, LOCKING_BRIDGE_ERROR)
       assert.match(err.message, /^locking-bridge: heartbeatIntervalMs 376 is too long for the bridge at .*: its client timeout is 1000 ms, so the client must ping at least every 375 ms/)
       assert.doesNotMatch(err.message, /\n/)
       return true
@@ -225,7 +325,7 @@ describe("calls made while disconnected", () => {
     const port = await freePort()
     const locks = env.provider({ url: `ws://127.0.0.1:${port}/ws`, connectTimeoutMs: 300, reconnectMaxDelayMs: 100 })
     const check = (err) => {
-      assert.equal(err.type, "unexpected_state")
+      assert.equal(err.type, LOCKING_BRIDGE_ERROR)
       assert.equal(err.bridgeCode, "not_connected")
       assert.match(err.message, new RegExp(`no connection to the bridge at ws://127\\.0\\.0\\.1:${port}/ws after waiting \\d+ ms: .*ECONNREFUSED`))
       return true
@@ -296,15 +396,15 @@ describe("token authentication", () => {
   test("a wrong or missing token fails fast with a clear error", async () => {
     const wrong = env.provider({ url: secured.url, token: "wrong-token", connectTimeoutMs: 60000 })
     await assert.rejects(wrong.acquire("auth_key"), (err) => {
-      assert.equal(err.type, "unauthorized")
+      assert.equal(err.type, LOCKING_BRIDGE_ERROR)
       assert.equal(err.bridgeCode, "unauthorized")
-      assert.match(err.message, /the bridge refused the token; check the "token" option \(HTTP 401/)
-      assert.doesNotMatch(err.message, /wrong-token/)
+      assert.match(err.message, /^locking-bridge: the bridge at ws:\/\/127\.0\.0\.1:\d+\/ws refused the token \(HTTP 401[^)]*\)+; check the "token" option$/)
+      assert.doesNotMatch(err.message, /wrong-token|\n/)
       return true
     })
     await assert.rejects(wrong.ready(60000), { bridgeCode: "unauthorized" })
     const missing = env.provider({ url: secured.url, connectTimeoutMs: 60000 })
-    await assert.rejects(missing.execute("auth_key", async () => "never", { timeout: 60 }), /requires a token; set the "token" option/)
+    await assert.rejects(missing.execute("auth_key", async () => "never", { timeout: 60 }), /the bridge at \S+ requires a token \(HTTP 401.*; set the "token" option$/)
   })
 
   test("the right token works", async () => {
@@ -316,7 +416,7 @@ describe("token authentication", () => {
   test("a token restricted to an owner prefix refuses other owners", async () => {
     const locks = env.provider({ url: secured.url, token: "app-token" })
     await assert.rejects(locks.acquire("auth_prefixed", { ownerId: "someone" }), (err) => {
-      assert.equal(err.type, "not_allowed")
+      assert.equal(err.type, LOCKING_BRIDGE_ERROR)
       assert.equal(err.bridgeCode, "owner_forbidden")
       return true
     })
@@ -329,7 +429,7 @@ describe("token authentication", () => {
     const locks = env.provider({ url: secured.url, token: "keys-token" })
     for (const call of [() => locks.acquire("elsewhere", { ownerId: "o" }), () => locks.execute(["app:1", "elsewhere"], async () => "never")]) {
       await assert.rejects(call(), (err) => {
-        assert.equal(err.type, "not_allowed")
+        assert.equal(err.type, LOCKING_BRIDGE_ERROR)
         assert.equal(err.bridgeCode, "key_forbidden")
         return true
       })

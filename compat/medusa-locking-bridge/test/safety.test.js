@@ -13,6 +13,7 @@ const { describe, test, afterEach } = require("node:test")
 const assert = require("node:assert/strict")
 const { useBridgeEnv, waitFor, holderRecord } = require("../test-support/env")
 const { startStack, watchKey, recordCloses } = require("../test-support/stack")
+const { LOCKING_BRIDGE_ERROR } = require("..")
 
 const NS = "medusa_lock:"
 let fast // --client-timeout 1s (pings every 250 ms, connection deadline 750 ms after a proof)
@@ -85,7 +86,7 @@ describe("defect 1: a release whose reply was lost is never sent again", () => {
     await fast.start()
     reconnect()
     const err = await released
-    assert.equal(err.type, "unexpected_state")
+    assert.equal(err.type, LOCKING_BRIDGE_ERROR)
     assert.equal(err.bridgeCode, "outcome_unknown")
     assert.match(err.message, /^locking-bridge: the outcome of the release of key\(s\) "s1_unknown" for owner "deploy-42" is unknown: /)
     assert.match(err.message, /it was not sent again/)

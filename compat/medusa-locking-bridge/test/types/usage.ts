@@ -15,6 +15,7 @@ import moduleProvider, {
   module,
   services,
   usesMedusaErrors,
+  LOCKING_BRIDGE_ERROR,
 } from "../.."
 import type { BridgeLockingError, BridgeLockingOptions, BridgeLogger, Fencing } from "../.."
 import pkg = require("../..")
@@ -31,7 +32,15 @@ const options: BridgeLockingOptions = {
   heartbeatIntervalMs: 1000,
   program: "medusa-worker",
   wsOptions: { ca: "-----BEGIN CERTIFICATE-----" },
+  lazyConnect: false,
 }
+// Several bridges, tried in order: an array, or one string of URLs separated by commas.
+const failover: BridgeLockingOptions = { url: ["wss://locks-a.internal:7420/ws", "wss://locks-b.internal:7420/ws"], lazyConnect: true }
+const fromEnv: BridgeLockingOptions = { url: process.env.LOCKING_BRIDGE_URLS ?? "ws://a:7420/ws,ws://b:7420/ws" }
+void [failover, fromEnv]
+// @ts-expect-error url is a string or an array of strings
+const badUrl: BridgeLockingOptions = { url: 7420 }
+void badUrl
 const registration: ModuleProvider = {
   resolve: "@locktui/medusa-locking-bridge",
   id: "locking-bridge",
@@ -83,9 +92,10 @@ async function use(): Promise<void> {
     await locks.acquire("held", { ownerId: "someone" })
   } catch (e) {
     const err = e as BridgeLockingError
-    const type: string = err.type
+    const type: "conflict" | "invalid_data" | "locking_bridge_error" = err.type
+    const serverSide: boolean = err.type === LOCKING_BRIDGE_ERROR
     const code: string | undefined = err.bridgeCode
-    void [type, code, err.message]
+    void [type, serverSide, code, err.message]
   }
 
   // @ts-expect-error execute needs a job
