@@ -33,7 +33,14 @@ type bridgeProc struct {
 // shutdown as a test error.
 func startBridge(t *testing.T, redisURL string) *bridgeProc {
 	t.Helper()
-	b := &bridgeProc{Token: "e2e-" + uuid.NewString()}
+	return startBridgeWithToken(t, redisURL, "e2e-"+uuid.NewString())
+}
+
+// startBridgeWithToken is startBridge with a token of the caller's (bridges that share their
+// clients share a token).
+func startBridgeWithToken(t *testing.T, redisURL, token string) *bridgeProc {
+	t.Helper()
+	b := &bridgeProc{Token: token}
 	cmd := exec.Command(binaries(t).bridge,
 		"--listen", "127.0.0.1:0", "--redis", redisURL, "--log-format", "json", "--shutdown-timeout", "5s")
 	cmd.Env = append(os.Environ(), "BRIDGE_TOKEN="+b.Token) // the token stays off the command line

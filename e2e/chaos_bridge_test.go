@@ -120,10 +120,14 @@ func (r *chaosRun) stopBridgeProc(atEnd bool) {
 }
 
 // nodeConfig sets the fields of chaos-holder.js's config that make it a bridge client of the
-// run's bridge, through the holder's own link.
+// run's bridge, through the holder's own link (or of the holder's own bridgeURLs).
 func (r *chaosRun) nodeConfig(h *chaosHolder, cfg map[string]any) {
 	cfg["backend"] = backendBridge
-	cfg["bridgeUrl"] = "ws://" + h.proxy.Addr() + "/ws"
+	if h.bridgeURLs != nil {
+		cfg["bridgeUrl"] = h.bridgeURLs
+	} else {
+		cfg["bridgeUrl"] = "ws://" + h.proxy.Addr() + "/ws"
+	}
 	cfg["token"] = r.bridge.token
 	cfg["longMs"] = chaosLongWork.Milliseconds()
 	cfg["longPercent"] = h.longPercent()

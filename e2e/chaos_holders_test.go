@@ -71,7 +71,10 @@ type chaosHolder struct {
 	id, log string
 	// proxy is the holder's link to Redis (nil for stock holders, which connect directly).
 	proxy *faultproxy.Proxy
-	p     *proc
+	// bridgeURLs, for a node holder, are the bridges it is given, in order, instead of the run's
+	// bridge through proxy.
+	bridgeURLs []string
+	p          *proc
 	// fault names the fault on proxy now ("" for none); upDelay is its upstream delay.
 	fault   string
 	upDelay int64 // ns

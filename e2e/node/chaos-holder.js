@@ -11,7 +11,7 @@
 //     "compatDir": "<repo>/compat",   // where the npm packages are installed (required)
 //     "backend": "stock" | "bridge",  // which provider (required)
 //     "redisUrl": "redis://…",        // stock: the Redis it connects to
-//     "bridgeUrl": "ws://…/ws",       // bridge: the bridge it connects to
+//     "bridgeUrl": "ws://…/ws",       // bridge: the bridge it connects to (or a list, in order)
 //     "token": "…",                   // bridge: its token
 //     "holder": "stock-1#0",          // the holder id of its log lines (required)
 //     "log": "/…/stock-1#0.jsonl",    // the log file it appends to (required)

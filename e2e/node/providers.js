@@ -8,7 +8,7 @@
  * Builds the provider config.backend names and waits until it can serve; resolves
  * {provider, close}.
  *
- * @param {{backend: "bridge" | "stock", redisUrl?: string, bridgeUrl?: string, token?: string}} config
+ * @param {{backend: "bridge" | "stock", redisUrl?: string, bridgeUrl?: string | string[], token?: string}} config
  * @param {NodeRequire} compatRequire a require rooted in compat/ (where the packages are installed)
  * @param {object} logger the providers' logger
  */
