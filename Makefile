@@ -11,7 +11,8 @@ build:
 
 ## test: vet, the Go suites with the race detector (provider, CLI, console, bridge, compat, e2e
 ## against real redis-server and stock Medusa in Node, the npm-packed tarball installed into a
-## scratch app), then the Node package's own tests and the type check of its index.d.ts.
+## scratch app, a Medusa 2.21.2 backend (compat/medusa-app, its packages in compat/node_modules)
+## on a private PostgreSQL), then the Node package's own tests and the type check of its index.d.ts.
 test: vet node-deps go-test node-test
 
 vet:
@@ -30,8 +31,10 @@ compat/node_modules/.package-lock.json: compat/package.json compat/package-lock.
 	@echo "cd compat && $(NPM) ci --no-audit --no-fund" >&2
 	@cd compat && $(NPM) ci --no-audit --no-fund >&2
 
+# The e2e package runs real Medusa backends (an npm ci among them): past go test's 10-minute
+# default on a loaded 2-core machine, so its own bound is wider.
 go-test:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 node-test: node-deps node-types
 	cd compat/medusa-locking-bridge && $(NPM) test

@@ -5,7 +5,10 @@
 // bridge client (compat/medusa-locking-bridge), Node processes using the stock
 // @medusajs/locking-redis 2.21.2 provider built the way Medusa builds it, and `locktui run`
 // invocations (cmd/locktui). The Node side is one script, node/worker.js, driven over JSON lines
-// on stdin and stdout; it loads its packages from compat/node_modules.
+// on stdin and stdout; it loads its packages from compat/node_modules. TestMedusaBackend also
+// runs a whole Medusa 2.21.2 backend, the app in compat/medusa-app, on a private PostgreSQL
+// (internal/pgtest); medusa_app_test.go has its helpers (migrate and seed, start a server,
+// complete a cart through the store API).
 //
 // What the suite proves:
 //
@@ -33,9 +36,35 @@
 //     master restarted as a replica before the second): no two holders believe at once, the
 //     holders of a killed master stop believing within a TTL, work goes on on each new master,
 //     and a run started while the master is down succeeds once the new master answers.
+//   - TestClientsOfTwoBridgesOutliveOne (Linux): bridge clients given two bridges (half of them
+//     each first) and Go providers share keys while one bridge is SIGKILLed: the chaos checker
+//     finds no holder entering while another believed; the clients of the dead bridge are told
+//     at once and go on through the other (docs/deployment.md has the times).
+//   - TestMedusaBackend: a Medusa 2.21.2 backend (`medusa db:migrate` once, a seed made with
+//     Medusa's workflows, `medusa start` servers with admin off, NODE_ENV=production and the Redis
+//     event bus, workflow engine and cache) completes storefront carts through the store API:
+//     through the bridge package, also by 5 concurrent completions of one cart (exactly one order
+//     per cart, the locks granted by the bridge); through a stock locking-redis server and a bridge
+//     server on one database and Redis completing the same cart at once (exactly one order).
+//     `medusa start` with a token the bridge refuses, or no bridge at its URL, exits non-zero
+//     with a line naming the option ("token", "url"), and starts with lazyConnect; with the bridge
+//     stopped under a running server, a store request answers Medusa's generic 500 that names
+//     nothing of the bridge, while the server log has the cause.
+//   - TestMedusaBuild: the README's install survives `medusa build` on a clean machine. The
+//     package is served by a registry written in Go (npmregistry_test.go) from the `npm pack`
+//     tarball; compat/medusa-app, copied out as an app with its own package.json and lock file,
+//     runs `npm install @locktui/medusa-locking-bridge`, `npx medusa build` (admin off), then in
+//     .medusa/server (moved out of the app) `npm ci` with an empty npm cache and `npm run start`
+//     with the bridge as its Locking provider. The lock file records the registry's tarball URL,
+//     npm ci fetches the package from it (no .npmrc there), and the built server completes a
+//     cart: exactly one order. About 2.5 minutes on 2 cores, most of it the two installs of
+//     Medusa's tree; each phase's time is logged.
 //
-// The suite needs redis-server, Go and Node 20+ with `make node-deps` done. It fails (never skips)
-// with an install hint when one of them is missing. Every process runs in its own process group
-// and is stopped when its test ends; every server listens on loopback only. The suite runs on
-// Unix systems.
+// The suite needs redis-server, PostgreSQL (initdb and postgres, for TestMedusaBackend and
+// TestMedusaBuild), Go and Node 20.19+ with `make node-deps` done; TestMedusaBuild also needs
+// the npm registry npm is configured with (registry.npmjs.org): its `npm ci` starts from an empty
+// cache. The suite fails (never skips) with an install hint when a program is missing, and
+// TestMedusaBuild with npm's error when the registry cannot be reached. Every process runs in its
+// own process group and is stopped when its test ends; every server listens on loopback only. The
+// suite runs on Unix systems.
 package e2e
