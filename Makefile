@@ -2,7 +2,7 @@
 GO ?= go
 NPM ?= npm
 
-.PHONY: all build test vet node-deps go-test node-test node-types node-check demo bench chaos fuzz clean
+.PHONY: all build test vet node-deps go-test node-test node-types node-check demo bench chaos fuzz release-check clean
 
 all: build
 
@@ -63,6 +63,15 @@ CHAOS_SEED ?=
 chaos: node-deps
 	LOCKTUI_CHAOS_DURATION=$(DURATION) LOCKTUI_CHAOS_SEED=$(CHAOS_SEED) \
 		$(GO) test -race -count=1 -timeout 6h -run '^TestChaos$$' -v ./e2e/
+
+## release-check: what the release workflow (.github/workflows/release.yml) does, short of
+## publishing: cross-builds locktui and bridge for linux/darwin on amd64/arm64 into a temporary
+## directory and checks each binary's OS/arch, compares `npm pack --dry-run` of the Node package
+## with its package.json "files", runs `npm publish --dry-run` (asks the registry which versions
+## are published; no login) and checks versions. RELEASE_TAG=vX.Y.Z: the tag about to be pushed.
+RELEASE_TAG ?=
+release-check: node-check
+	GO=$(GO) NPM=$(NPM) scripts/release-check $(RELEASE_TAG)
 
 clean:
 	rm -rf bin compat/node_modules

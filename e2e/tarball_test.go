@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,17 +151,32 @@ func npmPack(t *testing.T, npm, pkgDir string) (tarball string, files []string) 
 	return filepath.Join(dest, packed[0].Filename), files
 }
 
-// packageFiles is what the tarball must hold, sorted: the manifest, README, entry point,
-// declarations and every file under lib/, and nothing else (no tests, no test support).
+// packageFiles is what the tarball must hold, sorted: package.json and what its "files" field
+// names, each entry a file or a directory ending in "/" (every file under it), and nothing else
+// (no tests, no test support). The "files" field is the one list of packed files:
+// scripts/release-check expands it by the same rule and compares it with `npm pack --dry-run`.
 func packageFiles(t *testing.T, pkgDir string) []string {
 	t.Helper()
-	files := []string{"README.md", "index.d.ts", "index.js", "package.json"}
-	lib, err := os.ReadDir(filepath.Join(pkgDir, "lib"))
-	require.NoError(t, err)
-	for _, e := range lib {
-		if !e.IsDir() {
-			files = append(files, "lib/"+e.Name())
+	var manifest struct {
+		Files []string `json:"files"`
+	}
+	readJSON(t, filepath.Join(pkgDir, "package.json"), &manifest)
+	require.NotEmpty(t, manifest.Files, `package.json has a "files" field`)
+	files := []string{"package.json"}
+	for _, entry := range manifest.Files {
+		if !strings.HasSuffix(entry, "/") {
+			files = append(files, entry)
+			continue
 		}
+		err := filepath.WalkDir(filepath.Join(pkgDir, filepath.FromSlash(entry)), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, err := filepath.Rel(pkgDir, path)
+			files = append(files, filepath.ToSlash(rel))
+			return err
+		})
+		require.NoError(t, err, `package.json "files": %s`, entry)
 	}
 	slices.Sort(files)
 	return files
