@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/freeport"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -47,12 +47,10 @@ type chaosBridge struct {
 // startChaosBridge picks a port and starts the first bridge on it.
 func (r *chaosRun) startChaosBridge() {
 	t := r.t
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	if err != nil {
 		t.Fatalf("e2e: %v", err)
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
 	r.bridge = &chaosBridge{
 		addr: addr, token: "chaos-" + uuid.NewString(),
 		link: &chaosHolder{kind: "bridge", slot: 1, id: "bridge-1", proxy: startChaosProxy(t, r.srv.Addr)},

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/freeport"
 	"github.com/locktui/locktui/internal/pgtest"
 	"github.com/locktui/locktui/internal/redistest"
 	"github.com/locktui/locktui/internal/stocknode"
@@ -239,7 +240,10 @@ func (s *medusaStack) launchServer(t *testing.T, name string, l medusaLocking) *
 // launch starts the server process on a free port.
 func (m *medusaServer) launch(t *testing.T) {
 	t.Helper()
-	port := freeLoopbackPort(t)
+	port, err := freeport.Loopback()
+	if err != nil {
+		t.Fatalf("e2e: %v", err)
+	}
 	m.log = tailbuf.New(medusaLogMax) // the log of this process only
 	m.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	m.URL = "http://" + m.Addr
@@ -349,17 +353,6 @@ func parseMedusaLog(out string) []medusaLogRecord {
 		records = append(records, medusaLogRecord{Message: line})
 	}
 	return records
-}
-
-// freeLoopbackPort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freeLoopbackPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("e2e: find a free loopback port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // tailOf returns the last n bytes of s.

@@ -14,6 +14,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/internal/freeport"
 )
 
 // TestMedusaBackend runs a real Medusa 2.21.2 backend (compat/medusa-app) as a Medusa team does:
@@ -168,7 +170,9 @@ func assertOneOrder(t *testing.T, s *medusaStack, cartID string, results []compl
 // a URL where no bridge listens: both exit non-zero, naming the option to fix. With lazyConnect
 // the second starts.
 func testStartupChecks(t *testing.T, s *medusaStack, b *bridgeProc) {
-	unreachable := "ws://127.0.0.1:" + strconv.Itoa(freeLoopbackPort(t)) + "/ws"
+	closed, err := freeport.Addr()
+	require.NoError(t, err)
+	unreachable := "ws://" + closed + "/ws"
 	t.Run("WrongToken", func(t *testing.T) {
 		t.Parallel()
 		l := bridgeLocking(b)

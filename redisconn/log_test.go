@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/freeport"
 	"github.com/locktui/locktui/redisconn"
 )
 
@@ -36,10 +36,8 @@ func (b *syncBuffer) String() string {
 // closedPortURL returns a redis:// URL of a loopback port nobody listens on.
 func closedPortURL(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	return "redis://" + addr
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/bridge"
+	"github.com/locktui/locktui/internal/freeport"
 	"github.com/locktui/locktui/internal/redistest"
 )
 
@@ -253,10 +253,8 @@ func TestBadRedisURLNeverShowsThePassword(t *testing.T) {
 // closedAddr returns a loopback address nobody listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := freeport.Addr()
 	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
 	return addr
 }
 

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/freeport"
 	"github.com/locktui/locktui/internal/tailbuf"
 )
 
@@ -263,7 +264,7 @@ func initdb(ctx context.Context, bin, dir string, cred *syscall.Credential) erro
 
 // launch starts postgres on a free port and waits until it accepts connections.
 func launch(ctx context.Context, bin, dir string, cred *syscall.Credential) (*Server, error) {
-	port, err := freePort()
+	port, err := freeport.Loopback()
 	if err != nil {
 		return nil, err
 	}
@@ -319,16 +320,6 @@ func (s *Server) awaitReady(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
-}
-
-// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // lastLines returns the last n non-empty lines of s joined with " | ".

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locktui/locktui/internal/freeport"
 	"github.com/locktui/locktui/internal/tailbuf"
 )
 
@@ -123,7 +124,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	var lastErr error
 	for range opts.Attempts {
-		port, err := freePort()
+		port, err := freeport.Loopback()
 		if err != nil {
 			return nil, err
 		}
@@ -191,16 +192,6 @@ func (s *Server) launch(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// freePort returns a TCP port that was free on 127.0.0.1 a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // awaitReady polls PING until the server answers, exits, or ctx or limit ends.
