@@ -43,9 +43,9 @@ func TestUpgradeNeedsAValidToken(t *testing.T) {
 	require.Equal(t, "", w.KeyPrefix)
 	require.Regexp(t, "^[0-9a-f]{32}$", w.Session)
 	require.Equal(t, int64(60000), w.ResumeMS)
-	require.Equal(t, map[string]int{"interval_ms": 1000, "timeout_ms": 4000}, w.Heartbeat)
+	require.Equal(t, map[string]int{"interval_ms": 1000, "timeout_ms": 4000, "margin_ms": 1000}, w.Heartbeat)
 	require.Equal(t, map[string]int{"max_frame_bytes": 65536, "max_keys": 256, "max_in_flight": 256, "max_leases": 1024,
-		"min_lease_expire": 2, "max_renewals_per_second": 1000}, w.Limits)
+		"min_lease_expire": 2, "max_renewals_per_second": 1000, "max_seconds": bridge.MaxSeconds}, w.Limits)
 	require.Equal(t, ownerPrefix, h.dial(restrictedToken).welcome.OwnerPrefix)
 	require.Equal(t, "6", h.metric(`locktui_bridge_rejected_upgrades_total{reason="unauthorized"}`))
 }

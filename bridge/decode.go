@@ -17,7 +17,8 @@ import (
 const (
 	// MaxIDBytes bounds the JSON text of a request id (and of a cancel target).
 	MaxIDBytes = 128
-	// MaxSeconds bounds every duration field (expire, timeout): about 31 years.
+	// MaxSeconds bounds every duration field (expire, timeout): about 31 years. The welcome
+	// announces it (limits.max_seconds).
 	MaxSeconds = 1e9
 	// quoteLimit bounds how much of a client's text an error message quotes back.
 	quoteLimit = 64
@@ -27,6 +28,11 @@ const (
 	// flight; the hard bound keeps a hostile frame small whatever the limits).
 	MaxResumeIDs = 4096
 )
+
+// EmptyOwnerAllowed reports whether an owner may be the empty string; the welcome announces it
+// (empty_owner_allowed). It may not: stock Medusa would store "" as a named owner, which the Go
+// provider cannot represent, so "" is a bad_request (null is the anonymous owner "*").
+const EmptyOwnerAllowed = false
 
 // fieldSpec lists the fields an op takes besides id and op, and which of them are required.
 type fieldSpec struct {
@@ -118,7 +124,7 @@ func (req *Request) decodeFields(fields map[string]json.RawMessage) *Error {
 		if err := unmarshalString(raw, &req.Owner); err != nil {
 			return newError(CodeBadRequest, `"owner" must be a string or null`)
 		}
-		if req.Owner == "" {
+		if req.Owner == "" && !EmptyOwnerAllowed {
 			return newError(CodeBadRequest, `"owner" must not be empty: send null for the anonymous owner "*"`)
 		}
 	}

@@ -194,7 +194,7 @@ func (c *conn) watch(id string, e *leaseEntry) {
 		keys = ce.Keys
 	}
 	c.log.Warn("lease lost", "lease", id, "keys", keys, "owner", e.lease.Owner(), "cause", lost)
-	c.sendJSON(leaseLost{Type: "lease_lost", Lease: id, Keys: keys, Error: newError(CodeLockLost, lost.Error()).body()})
+	c.sendJSON(leaseLost{Type: EventLeaseLost, Lease: id, Keys: keys, Error: newError(CodeLockLost, lost.Error()).body()})
 	believed := time.NewTimer(time.Until(e.lease.Deadline().Add(provider.SafetyMargin(e.expire))))
 	defer believed.Stop()
 	select {

@@ -131,7 +131,7 @@ func (c *conn) takeOver() {
 // start (ClientTimeout after its last frame).
 func (c *conn) goAway(drainEnd time.Time) {
 	// going_away first: every shutting_down reply comes after it on the connection.
-	c.sendJSON(goingAway{Type: "going_away", DrainMS: max(0, time.Until(drainEnd).Milliseconds())})
+	c.sendJSON(goingAway{Type: EventGoingAway, DrainMS: max(0, time.Until(drainEnd).Milliseconds())})
 	c.mu.Lock()
 	c.stopping = true
 	for _, r := range c.inflight {

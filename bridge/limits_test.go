@@ -20,7 +20,7 @@ func TestPerConnectionLimits(t *testing.T) {
 	h := start(t, smallLimits)
 	c := h.dial(testToken)
 	require.Equal(t, map[string]int{"max_frame_bytes": 1024, "max_keys": 3, "max_in_flight": 2, "max_leases": 1,
-		"min_lease_expire": 2, "max_renewals_per_second": 1000}, c.welcome.Limits)
+		"min_lease_expire": 2, "max_renewals_per_second": 1000, "max_seconds": bridge.MaxSeconds}, c.welcome.Limits)
 
 	c.fail(req{"id": 1, "op": "acquire", "keys": []string{"a", "b", "c", "d"}}, "too_many_keys",
 		"too many keys in one request: 4, the limit is 3")

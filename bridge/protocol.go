@@ -30,6 +30,19 @@ const (
 	OpSettle       Op = "settle"
 )
 
+// Event names a message the bridge sends without an id: the welcome and the events.
+type Event string
+
+// The messages without an id of protocol version 2.
+const (
+	EventWelcome   Event = "welcome"
+	EventLeaseLost Event = "lease_lost"
+	EventGoingAway Event = "going_away"
+)
+
+// events lists every Event.
+var events = []Event{EventWelcome, EventLeaseLost, EventGoingAway}
+
 // Code is the machine-readable error code of an error reply or event.
 type Code string
 
@@ -52,6 +65,14 @@ const (
 	CodeOutcomeUnknown  Code = "outcome_unknown"
 	CodeShuttingDown    Code = "shutting_down"
 )
+
+// codes lists every Code, in the order of the table in docs/bridge-protocol.md (a test checks
+// both).
+var codes = []Code{
+	CodeNotAcquired, CodeTimedOut, CodeLockLost, CodeBadRequest, CodeUnknownOp, CodeDuplicateID,
+	CodeUnknownLease, CodeTooManyKeys, CodeTooManyRequests, CodeTooManyLeases, CodeTooManyRenewals,
+	CodeOwnerForbidden, CodeKeyForbidden, CodeRedisError, CodeOutcomeUnknown, CodeShuttingDown,
+}
 
 // Type returns Medusa's error type for c ("conflict", "invalid_data", …), so that the Node
 // client can rebuild a MedusaError of that type.
@@ -217,6 +238,9 @@ const (
 	stateUnknown     outcomeState = "unknown"
 )
 
+// outcomeStates lists every outcomeState.
+var outcomeStates = []outcomeState{stateReplied, stateCancelled, stateNotReceived, stateUnknown}
+
 // Limits are the per-connection limits announced in the welcome message.
 type Limits struct {
 	// MaxFrameBytes is the largest frame read; a larger one closes the connection with 1009.
@@ -233,28 +257,80 @@ type Limits struct {
 	MaxRenewalsPerSecond int `json:"max_renewals_per_second"`
 }
 
+// The heartbeat rule of the welcome (docs/bridge-protocol.md, Heartbeats and lease deadlines).
+const (
+	// pingsPerTimeout: the welcome asks clients to ping every ClientTimeout/pingsPerTimeout.
+	pingsPerTimeout = 4
+	// marginDivisor: the welcome's heartbeat margin is ClientTimeout/marginDivisor. A client
+	// considers a connection's leases lost that long before the bridge could free them, for
+	// clock-rate differences and late timers.
+	marginDivisor = 4
+)
+
 // heartbeat is the heartbeat rule of the welcome message.
 type heartbeat struct {
+	// IntervalMS is how often the client pings.
 	IntervalMS int64 `json:"interval_ms"`
-	TimeoutMS  int64 `json:"timeout_ms"`
+	// TimeoutMS is ClientTimeout: a connection silent that long is ended.
+	TimeoutMS int64 `json:"timeout_ms"`
+	// MarginMS is the client's margin below TimeoutMS: it considers every lease of a connection
+	// lost at (send time of its last answered request) + TimeoutMS - MarginMS. Bridges before it
+	// did not send it; clients then use TimeoutMS/marginDivisor (fallbackRules).
+	MarginMS int64 `json:"margin_ms"`
+}
+
+// newHeartbeat is the heartbeat rule of a bridge whose client timeout is timeout. The margin is
+// rounded up, the interval down: both err on the safe side.
+func newHeartbeat(timeout time.Duration) heartbeat {
+	ms := timeout.Milliseconds()
+	return heartbeat{
+		IntervalMS: (timeout / pingsPerTimeout).Milliseconds(),
+		TimeoutMS:  ms,
+		MarginMS:   (ms + marginDivisor - 1) / marginDivisor,
+	}
+}
+
+// welcomeLimits are the limits of the welcome message: the configured ones and the decoder's.
+type welcomeLimits struct {
+	Limits
+	// MaxSeconds is the largest expire or timeout a request may give (MaxSeconds). Bridges
+	// before it did not send it; clients then use fallbackRules.MaxSeconds.
+	MaxSeconds int64 `json:"max_seconds"`
 }
 
 // welcome is the first message on every connection.
 type welcome struct {
-	Type        string    `json:"type"`
-	Version     int       `json:"version"`
-	Namespace   string    `json:"namespace"`
-	Session     string    `json:"session"`
-	ResumeMS    int64     `json:"resume_ms"`
-	Heartbeat   heartbeat `json:"heartbeat"`
-	Limits      Limits    `json:"limits"`
-	OwnerPrefix string    `json:"owner_prefix"`
-	KeyPrefix   string    `json:"key_prefix"`
+	Type        Event         `json:"type"`
+	Version     int           `json:"version"`
+	Namespace   string        `json:"namespace"`
+	Session     string        `json:"session"`
+	ResumeMS    int64         `json:"resume_ms"`
+	Heartbeat   heartbeat     `json:"heartbeat"`
+	Limits      welcomeLimits `json:"limits"`
+	OwnerPrefix string        `json:"owner_prefix"`
+	KeyPrefix   string        `json:"key_prefix"`
+	// EmptyOwnerAllowed says whether an owner may be "" (EmptyOwnerAllowed). Bridges before it
+	// did not send it and refused the empty owner: a client reads its absence as false.
+	EmptyOwnerAllowed bool `json:"empty_owner_allowed"`
+}
+
+// newWelcome is the welcome of a connection of token with session id session, for cfg (with its
+// defaults applied).
+func newWelcome(cfg *Config, token Token, session string) welcome {
+	return welcome{
+		Type: EventWelcome, Version: ProtocolVersion, Namespace: cfg.Namespace, Session: session,
+		ResumeMS:          cfg.ResumeWindow.Milliseconds(),
+		Heartbeat:         newHeartbeat(cfg.ClientTimeout),
+		Limits:            welcomeLimits{Limits: cfg.Limits, MaxSeconds: MaxSeconds},
+		OwnerPrefix:       token.OwnerPrefix,
+		KeyPrefix:         token.KeyPrefix,
+		EmptyOwnerAllowed: EmptyOwnerAllowed,
+	}
 }
 
 // leaseLost is the event pushed when a lease is lost.
 type leaseLost struct {
-	Type  string     `json:"type"`
+	Type  Event      `json:"type"`
 	Lease string     `json:"lease"`
 	Keys  []string   `json:"keys"`
 	Error *errorBody `json:"error"`
@@ -262,8 +338,8 @@ type leaseLost struct {
 
 // goingAway is the event that starts the drain of a connection on shutdown.
 type goingAway struct {
-	Type    string `json:"type"`
-	DrainMS int64  `json:"drain_ms"`
+	Type    Event `json:"type"`
+	DrainMS int64 `json:"drain_ms"`
 }
 
 // nullID is the id of replies to frames whose id could not be read.

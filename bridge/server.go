@@ -333,10 +333,6 @@ func (s *Server) forget(c *conn) {
 }
 
 func (s *Server) welcome(token Token, session string) []byte {
-	timeout := s.cfg.ClientTimeout
-	data, _ := json.Marshal(welcome{Type: "welcome", Version: ProtocolVersion, Namespace: s.cfg.Namespace,
-		Session: session, ResumeMS: s.cfg.ResumeWindow.Milliseconds(),
-		Heartbeat: heartbeat{IntervalMS: (timeout / 4).Milliseconds(), TimeoutMS: timeout.Milliseconds()},
-		Limits:    s.cfg.Limits, OwnerPrefix: token.OwnerPrefix, KeyPrefix: token.KeyPrefix})
+	data, _ := json.Marshal(newWelcome(&s.cfg, token, session))
 	return data
 }

@@ -58,10 +58,10 @@ export interface BridgeLockingOptions {
   reconnectMaxDelayMs?: number
   /**
    * Milliseconds between client pings. Default: the bridge's `heartbeat.interval_ms` (a quarter
-   * of its client timeout). A value above (timeout_ms - timeout_ms/4)/2 of the bridge is refused
-   * when its welcome arrives (every call then fails with bridgeCode "heartbeat_interval"). The
+   * of its client timeout). A value above (timeout_ms - margin_ms)/2 of the bridge's welcome is
+   * refused when it arrives (every call then fails with bridgeCode "heartbeat_interval"). The
    * connection's leases are lost at the send time of the latest answered request +
-   * timeout_ms - timeout_ms/4, whatever this interval.
+   * timeout_ms - margin_ms, whatever this interval.
    */
   heartbeatIntervalMs?: number
   /**
@@ -146,8 +146,8 @@ export declare const LOCKING_BRIDGE_ERROR: "locking_bridge_error"
  * Error with the same `type` and `message`. Its `type` is one of three:
  *
  * * "conflict": a lock conflict, exactly stock's (its message, no bridgeCode); Medusa answers 409;
- * * "invalid_data": a mistake in the caller's arguments: an empty ownerId, an infinite expire (no
- *   bridgeCode), more keys than the bridge's max_keys (bridgeCode "too_many_keys"), a request
+ * * "invalid_data": a mistake in the caller's arguments: an empty ownerId, an infinite expire or
+ *   one above the bridge's max_seconds (no bridgeCode), more keys than the bridge's max_keys (bridgeCode "too_many_keys"), a request
  *   larger than the bridge's max_frame_bytes ("frame_too_large", never sent); Medusa answers 400
  *   with the message;
  * * "locking_bridge_error" (LOCKING_BRIDGE_ERROR): everything else, with a `bridgeCode`: the

@@ -18,7 +18,7 @@ const { Link } = require("./link")
 const { Requests } = require("./requests")
 const { Rotation } = require("./rotation")
 const { DEFAULTS, MAX_TIMER_MS, parseUrls, msOption, clientHello } = require("./options")
-const { SUBPROTOCOL, PROTOCOL_VERSION } = require("./socket")
+const { Ops } = require("./protocol")
 
 /** A fresh acquire claim: 32 hex digits. */
 function newClaim() {
@@ -125,7 +125,7 @@ class BridgeConnection {
    * Sends one request and resolves with its result, or rejects with the bridge's error rebuilt
    * as a (Medusa)Error of the same type and message.
    *
-   * @param {"acquire"|"release"|"release_all"} op
+   * @param {string} op Ops.ACQUIRE, Ops.RELEASE or Ops.RELEASE_ALL
    * @param {object} fields the op's fields (an acquire gets a fresh claim at every send)
    * @param {{waitMs?: number}} [opts] how long to wait for a connection (default connectTimeoutMs; Infinity: no limit)
    */
@@ -133,23 +133,28 @@ class BridgeConnection {
     if (this.closed) return Promise.reject(this.closedError())
     return new Promise((resolve, reject) => {
       const entry = { op, fields, waitMs: opts.waitMs ?? this.connectTimeoutMs, resolve, reject }
-      if (op === "acquire") entry.build = () => ({ ...fields, claim: newClaim() })
+      if (op === Ops.ACQUIRE) entry.build = () => ({ ...fields, claim: newClaim() })
       this.enqueue(entry)
     })
   }
 
   /**
    * Takes a lease on keys; resolves with a Lease. The request is sent again after a lost
-   * connection as long as deadline (performance.now() time) allows, each time with the time left.
+   * connection as long as deadline (performance.now() time, Infinity for none) allows, each time
+   * with the time left, at most the max_seconds of the bridge it goes to.
    */
   lease(keys, expireSeconds, deadline) {
     if (this.closed) return Promise.reject(this.closedError())
     return new Promise((resolve, reject) => {
       this.enqueue({
-        op: "lease",
+        op: Ops.LEASE,
         keys,
         deadline,
-        build: () => ({ keys, timeout: Math.max(deadline - performance.now(), 1) / 1000, expire: expireSeconds }),
+        build: (link) => ({
+          keys,
+          timeout: Math.min(Math.max(deadline - performance.now(), 1) / 1000, link.rules.maxSeconds),
+          expire: expireSeconds,
+        }),
         resolve,
         reject,
       })
@@ -237,7 +242,7 @@ class BridgeConnection {
     if (this.closed) {
       // Leases of a closed connection are freed by the bridge: nothing was left to give back.
       // An acquire or release cut off may have run: its outcome is unknown.
-      for (const entry of orphans) this.finish(entry, entry.op === "lease_release" ? null : this.requests.unknownBecause(entry, this.closedError()), false)
+      for (const entry of orphans) this.finish(entry, entry.op === Ops.LEASE_RELEASE ? null : this.requests.unknownBecause(entry, this.closedError()), false)
       return
     }
     if (!wasOpen) {
@@ -405,11 +410,11 @@ class BridgeConnection {
     clearTimeout(entry.waitTimer)
     clearTimeout(entry.orphanTimer)
     // A settle or a resume that fails leaves the outcome of the requests it serves unknown.
-    if (entry.op === "settle") {
+    if (entry.op === Ops.SETTLE) {
       if (err) this.finish(entry.acquire, this.requests.unknownBecause(entry.acquire, err))
       return
     }
-    if (entry.op === "resume") {
+    if (entry.op === Ops.RESUME) {
       if (err) for (const inner of entry.group.entries.values()) this.finish(inner, this.requests.unknownBecause(inner, err))
       return
     }
@@ -439,4 +444,4 @@ class BridgeConnection {
   }
 }
 
-module.exports = { BridgeConnection, DEFAULTS, SUBPROTOCOL, PROTOCOL_VERSION }
+module.exports = { BridgeConnection, DEFAULTS }

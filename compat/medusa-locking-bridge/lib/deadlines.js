@@ -4,9 +4,10 @@
 // whatever the network does (docs/bridge-protocol.md, "Heartbeats and lease deadlines"):
 //
 // * the connection: every lease of it is lost at (send time of the latest request the bridge
-//   answered, a ping or the lease request itself) + timeout_ms − margin, margin = timeout_ms/4.
-//   The bridge received that request after it was sent and never frees the connection's leases
-//   before timeout_ms after the last frame it received;
+//   answered, a ping or the lease request itself) + timeout_ms − margin, margin the welcome's
+//   heartbeat.margin_ms (lib/protocol.js rulesOf). The bridge received that request after it was
+//   sent and never frees the connection's leases before timeout_ms after the last frame it
+//   received;
 // * each lease: lost at (send time of a request) + valid_ms, the latest among its answered
 //   `lease` and `ping` requests, so the holder stops believing no later than the bridge does
 //   (for the `lease` request, the send time plus the bridge's wait for the keys: grantedAt);
@@ -24,26 +25,21 @@ function grantedAt(sentAt, waitedMs) {
   return sentAt + (Number.isFinite(waitedMs) && waitedMs > 0 ? waitedMs * 0.9 : 0)
 }
 
-/** The margin below the bridge's client timeout: clock-rate differences and late timers. */
-function marginOf(timeoutMs) {
-  return timeoutMs / 4
-}
-
 /**
  * The ping interval for a welcome: the configured one, else the bridge's. Throws (one line) when
  * the configured interval leaves room for less than two pings before the connection deadline.
  *
  * @param {number|undefined} configuredMs the heartbeatIntervalMs option
- * @param {{interval_ms: number, timeout_ms: number}} heartbeat the welcome's
+ * @param {{intervalMs: number, timeoutMs: number, marginMs: number}} rules the welcome's (lib/protocol.js rulesOf)
  * @param {string} display the bridge URL for the message
  */
-function heartbeatInterval(configuredMs, heartbeat, display) {
-  if (configuredMs === undefined) return heartbeat.interval_ms
-  const max = (heartbeat.timeout_ms - marginOf(heartbeat.timeout_ms)) / 2
+function heartbeatInterval(configuredMs, rules, display) {
+  if (configuredMs === undefined) return rules.intervalMs
+  const max = (rules.timeoutMs - rules.marginMs) / 2
   if (configuredMs > max) {
     throw bridgeFailure(
       "heartbeat_interval",
-      `locking-bridge: heartbeatIntervalMs ${configuredMs} is too long for the bridge at ${display}: its client timeout is ${heartbeat.timeout_ms} ms, so the client must ping at least every ${max} ms ((timeout_ms - timeout_ms/4)/2); lower the option or leave it unset to ping every ${heartbeat.interval_ms} ms as the bridge asks`,
+      `locking-bridge: heartbeatIntervalMs ${configuredMs} is too long for the bridge at ${display}: its client timeout is ${rules.timeoutMs} ms, so the client must ping at least every ${max} ms ((timeout_ms - margin_ms)/2, margin_ms ${rules.marginMs}); lower the option or leave it unset to ping every ${rules.intervalMs} ms as the bridge asks`,
       { fatal: true }
     )
   }
@@ -53,16 +49,18 @@ function heartbeatInterval(configuredMs, heartbeat, display) {
 /**
  * The deadlines of one connection and the one timer that watches them. on.connection() runs
  * when the connection deadline passes; on.lease(lease, why) for each lease whose own deadline
- * (why "lease") or the drain deadline (why "drain") passes.
+ * (why "deadline") or the drain deadline (why "drain") passes.
  */
 class Deadlines {
   /**
-   * @param {{timeoutMs: number, since: number}} opts since: a time the bridge certainly received something after (the upgrade request's send time)
-   * @param {{connection(): void, lease(lease: object, why: "lease"|"drain"): void}} on
+   * @param {{timeoutMs: number, marginMs: number, since: number}} opts the welcome's timeout_ms
+   *   and margin (lib/protocol.js rulesOf); since: a time the bridge certainly received something
+   *   after (the upgrade request's send time)
+   * @param {{connection(): void, lease(lease: object, why: "deadline"|"drain"): void}} on
    */
-  constructor({ timeoutMs, since }, on) {
+  constructor({ timeoutMs, marginMs, since }, on) {
     this.timeoutMs = timeoutMs
-    this.margin = marginOf(timeoutMs)
+    this.margin = marginMs
     this.proof = since
     this.drainAt = Infinity
     this.leases = new Map() // lease -> deadline
@@ -135,11 +133,11 @@ class Deadlines {
       if (this.stopped) return
       if (now >= this.deadlineOf(lease)) {
         this.leases.delete(lease)
-        this.on.lease(lease, now >= this.drainAt ? "drain" : "lease")
+        this.on.lease(lease, now >= this.drainAt ? "drain" : "deadline")
       }
     }
     this.schedule()
   }
 }
 
-module.exports = { Deadlines, heartbeatInterval, marginOf, grantedAt }
+module.exports = { Deadlines, heartbeatInterval, grantedAt }

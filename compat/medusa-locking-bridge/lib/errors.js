@@ -7,6 +7,8 @@
 // every other error is a LOCKING_BRIDGE_ERROR, which Medusa shows an HTTP client as its generic
 // 500.
 
+const { Ops, Codes } = require("./protocol")
+
 /** The Medusa error types this package keeps (the values of MedusaError.Types). */
 const Types = Object.freeze({
   CONFLICT: "conflict",
@@ -30,7 +32,7 @@ const LOCKING_BRIDGE_ERROR = "locking_bridge_error"
  * check). The bridge's other invalid_data codes (bad_request, unknown_op, duplicate_id) say that
  * this client and the bridge do not understand each other: a server-side failure.
  */
-const CALLER_CODES = new Set(["too_many_keys", "frame_too_large"])
+const CALLER_CODES = new Set([Codes.TOO_MANY_KEYS, "frame_too_large"])
 
 /**
  * The rule that gives every error of this package its type: a lock conflict keeps "conflict"
@@ -162,18 +164,18 @@ function bridgeError(error) {
  * (bridgeCode outcome_unknown). A release or releaseAll in that state is never sent again:
  * another process with the same owner may hold a key by now.
  *
- * @param {string} op "release", "release_all" or "acquire"
+ * @param {string} op Ops.RELEASE, Ops.RELEASE_ALL or Ops.ACQUIRE
  * @param {{keys?: string[], owner?: string}} fields the request's fields
  * @param {string} why what happened, e.g. "the bridge no longer knows the request"
  */
 function outcomeUnknown(op, fields, why, cause) {
   const owner = fields.owner ?? "*"
   const what =
-    op === "release_all"
+    op === Ops.RELEASE_ALL
       ? `releaseAll of owner "${owner}"`
-      : `${op === "acquire" ? "acquire" : "release"} of key(s) ${quoteKeys(fields.keys ?? [])} for owner "${owner}"`
-  const tail = op === "acquire" ? "" : "; it was not sent again, since another process with the same owner may hold the key(s) by now"
-  return bridgeFailure("outcome_unknown", `locking-bridge: the outcome of the ${what} is unknown: ${why}${tail}`, cause ? { cause } : undefined)
+      : `${op} of key(s) ${quoteKeys(fields.keys ?? [])} for owner "${owner}"`
+  const tail = op === Ops.ACQUIRE ? "" : "; it was not sent again, since another process with the same owner may hold the key(s) by now"
+  return bridgeFailure(Codes.OUTCOME_UNKNOWN, `locking-bridge: the outcome of the ${what} is unknown: ${why}${tail}`, cause ? { cause } : undefined)
 }
 
 module.exports = {

@@ -8,6 +8,7 @@
 const { Types, bridgeFailure, lockingError, reasonOf } = require("./errors")
 const { BridgeSocket, domainMismatch, domainOf } = require("./socket")
 const { Deadlines, heartbeatInterval, grantedAt } = require("./deadlines")
+const { Ops, Events, Codes, rulesOf } = require("./protocol")
 
 /** How many lease_lost events for unknown lease ids a link keeps for grants still to come. */
 const MAX_LOST_FIRST = 64
@@ -25,10 +26,11 @@ class Link {
     this.display = target.display
     this.state = "connecting" // connecting | open | draining | ended
     this.welcome = null
+    /** The welcome's run-time rules (lib/protocol.js rulesOf): limits, heartbeat, margin, … */
+    this.rules = null
     this.welcomedAt = 0
     this.inflight = new Map() // id -> entry
     this.counted = 0 // entries in flight that count toward max_in_flight
-    this.maxInFlight = 256
     this.leases = new Map() // lease id -> Lease
     this.lostFirst = new Map() // lease id -> lease_lost that came before its lease's grant
     this.deadlines = null
@@ -47,7 +49,12 @@ class Link {
 
   /** The bridge's client timeout on this connection (heartbeat.timeout_ms). */
   get timeoutMs() {
-    return this.welcome.heartbeat.timeout_ms
+    return this.rules.timeoutMs
+  }
+
+  /** The most requests that may be in flight on this connection (limits.max_in_flight); 0 before the welcome. */
+  get maxInFlight() {
+    return this.rules?.maxInFlight ?? 0
   }
 
   /** True while this link takes new work (welcomed, no going_away, not ended). */
@@ -61,9 +68,10 @@ class Link {
   }
 
   onWelcome(msg) {
+    const rules = rulesOf(msg)
     let interval
     try {
-      interval = heartbeatInterval(this.client.heartbeatIntervalMs, msg.heartbeat, this.display)
+      interval = heartbeatInterval(this.client.heartbeatIntervalMs, rules, this.display)
     } catch (err) {
       // Not usable: the client could not keep its leases certain. It holds none yet.
       this.refusal = err
@@ -79,11 +87,11 @@ class Link {
     }
     this.client.domain ??= domainOf(msg, this.display)
     this.welcome = msg
+    this.rules = rules
     this.welcomedAt = performance.now()
     this.state = "open"
-    this.maxInFlight = msg.limits?.max_in_flight > 0 ? msg.limits.max_in_flight : 256
     this.deadlines = new Deadlines(
-      { timeoutMs: msg.heartbeat.timeout_ms, since: this.socket.startedAt },
+      { timeoutMs: rules.timeoutMs, marginMs: rules.marginMs, since: this.socket.startedAt },
       { connection: () => this.connectionExpired(), lease: (lease, why) => this.leaseExpired(lease, why) }
     )
     this.pinger = setInterval(() => this.ping(), interval)
@@ -92,13 +100,13 @@ class Link {
   }
 
   /**
-   * Sends entry with a fresh id (increasing across every connection of the client). A request
-   * beyond the welcome's limits (limitProblem) is never sent: it fails with its invalid_data
-   * error at once, and send returns false.
+   * Sends entry with a fresh id (increasing across every connection of the client); entry.build,
+   * when set, makes its fields for this link. A request the welcome's rules refuse (limitProblem)
+   * is never sent: it fails with its invalid_data error at once, and send returns false.
    */
   send(entry, { counted = true } = {}) {
     const id = this.client.nextId++
-    const fields = entry.build ? entry.build() : entry.fields
+    const fields = entry.build ? entry.build(this) : entry.fields
     const frame = JSON.stringify({ id, op: entry.op, ...fields })
     const problem = this.limitProblem(entry.op, fields, frame)
     if (problem) {
@@ -117,28 +125,43 @@ class Link {
 
   /**
    * Why the bridge would refuse the request op (its fields, encoded as frame) for the welcome's
-   * limits, as an invalid_data error (a mistake in the caller's arguments), or null: more keys
-   * than max_keys (the bridge would answer too_many_keys), or a frame larger than
-   * max_frame_bytes (the bridge would close the whole connection, 1009, losing its leases).
-   * Pings and resumes are small by construction.
+   * rules, as an invalid_data error (a mistake in the caller's arguments), or null: more keys
+   * than max_keys (the bridge would answer too_many_keys), an empty owner the bridge does not
+   * allow (empty_owner_allowed), an expire or timeout above max_seconds (both bad_request), or a
+   * frame larger than max_frame_bytes (the bridge would close the whole connection, 1009, losing
+   * its leases). Pings and resumes are small by construction.
    */
   limitProblem(op, fields, frame) {
-    if (op === "ping" || op === "resume") return null
-    const limits = this.welcome?.limits ?? {}
+    if (op === Ops.PING || op === Ops.RESUME) return null
+    const rules = this.rules
     const keys = Array.isArray(fields.keys) ? fields.keys.length : 0
-    if (limits.max_keys > 0 && keys > limits.max_keys) {
+    if (rules.maxKeys !== undefined && keys > rules.maxKeys) {
       return lockingError(
         Types.INVALID_DATA,
-        `locking-bridge: the "${op}" request names ${keys} keys, more than the bridge at ${this.display} accepts (max_keys ${limits.max_keys}); nothing was sent`,
-        { bridgeCode: "too_many_keys" }
+        `locking-bridge: the "${op}" request names ${keys} keys, more than the bridge at ${this.display} accepts (max_keys ${rules.maxKeys}); nothing was sent`,
+        { bridgeCode: Codes.TOO_MANY_KEYS }
       )
     }
-    if (limits.max_frame_bytes > 0) {
-      const bytes = Buffer.byteLength(frame)
-      if (bytes > limits.max_frame_bytes) {
+    if (fields.owner === "" && !rules.emptyOwnerAllowed) {
+      return lockingError(
+        Types.INVALID_DATA,
+        `locking-bridge: "ownerId" must not be an empty string: the bridge at ${this.display} cannot hold locks for the empty owner (empty_owner_allowed false); pass null or undefined for the anonymous owner "*"; nothing was sent`
+      )
+    }
+    for (const name of ["expire", "timeout"]) {
+      if (fields[name] > rules.maxSeconds) {
         return lockingError(
           Types.INVALID_DATA,
-          `locking-bridge: the "${op}" request is ${bytes} bytes of JSON, more than the bridge at ${this.display} accepts (max_frame_bytes ${limits.max_frame_bytes}): use fewer or shorter keys, or a shorter ownerId; nothing was sent`,
+          `locking-bridge: "${name}" is ${fields[name]} seconds, more than the bridge at ${this.display} accepts (max_seconds ${rules.maxSeconds}); nothing was sent`
+        )
+      }
+    }
+    if (rules.maxFrameBytes !== undefined) {
+      const bytes = Buffer.byteLength(frame)
+      if (bytes > rules.maxFrameBytes) {
+        return lockingError(
+          Types.INVALID_DATA,
+          `locking-bridge: the "${op}" request is ${bytes} bytes of JSON, more than the bridge at ${this.display} accepts (max_frame_bytes ${rules.maxFrameBytes}): use fewer or shorter keys, or a shorter ownerId; nothing was sent`,
           { bridgeCode: "frame_too_large" }
         )
       }
@@ -148,13 +171,13 @@ class Link {
 
   ping() {
     if (!this.usable) return
-    this.send({ op: "ping", fields: {}, internal: true }, { counted: false })
+    this.send({ op: Ops.PING, fields: {}, internal: true }, { counted: false })
   }
 
   onFrame(msg) {
     if (this.state === "ended") return
-    if (msg.type === "lease_lost") return this.onLeaseLost(msg)
-    if (msg.type === "going_away") return this.onGoingAway(msg)
+    if (msg.type === Events.LEASE_LOST) return this.onLeaseLost(msg)
+    if (msg.type === Events.GOING_AWAY) return this.onGoingAway(msg)
     if (msg.id === undefined || msg.id === null) {
       // A reply to a frame the bridge could not read: a client bug, or an unknown event type.
       this.client.logger?.warn?.(`locking-bridge: the bridge sent ${msg.ok === false ? `an error for an unreadable frame: ${msg.error?.message}` : `an unknown message "${msg.type}"`}`)
@@ -166,7 +189,7 @@ class Link {
     if (entry.counted) this.counted--
     // The bridge received the request after it was sent: its timeout runs from later than that.
     this.deadlines.answered(entry.sentAt)
-    if (entry.op === "ping") this.pinged(entry, msg)
+    if (entry.op === Ops.PING) this.pinged(entry, msg)
     else this.client.requests.reply(entry, msg, this)
     this.client.flush()
   }
@@ -208,12 +231,12 @@ class Link {
     const reason = msg.error?.message ? this.client.bridgeError(msg.error) : undefined
     lease.lose({ reason, cause: reason ? undefined : new Error("the bridge reported the lease lost") })
     this.client.logger?.warn?.(lease.signal.reason.message)
-    if (this.usable) this.send({ op: "lease_release", fields: { lease: lease.id }, internal: true })
+    if (this.usable) this.send({ op: Ops.LEASE_RELEASE, fields: { lease: lease.id }, internal: true })
   }
 
   /** True while a lease request is in flight on this link (a grant may still come). */
   awaitsLease() {
-    for (const entry of this.inflight.values()) if (entry.op === "lease") return true
+    for (const entry of this.inflight.values()) if (entry.op === Ops.LEASE) return true
     return false
   }
 
@@ -255,7 +278,7 @@ class Link {
     if (!this.leases.has(lease.id)) return
     const cause =
       why === "drain"
-        ? bridgeFailure("shutting_down", `locking-bridge: the bridge at ${this.display} is shutting down and the lease was not released before the end of its drain`)
+        ? bridgeFailure(Codes.SHUTTING_DOWN, `locking-bridge: the bridge at ${this.display} is shutting down and the lease was not released before the end of its drain`)
         : bridgeFailure("lease_deadline", `locking-bridge: no renewal of the lease was confirmed by the bridge at ${this.display} before its deadline`)
     lease.lose({ cause })
     this.client.logger?.warn?.(`${lease.signal.reason.message} (${cause.message})`)
@@ -277,7 +300,7 @@ class Link {
     this.forget(lease)
     if (!this.usable) return Promise.resolve(false)
     return new Promise((resolve, reject) => {
-      this.send({ op: "lease_release", fields: { lease: lease.id }, resolve, reject })
+      this.send({ op: Ops.LEASE_RELEASE, fields: { lease: lease.id }, resolve, reject })
     })
   }
 

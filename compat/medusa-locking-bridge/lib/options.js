@@ -120,13 +120,10 @@ function msOption(options, name) {
   return v
 }
 
-/** The upgrade header in which the client names its process (docs/bridge-protocol.md). */
-const CLIENT_HEADER = "Locktui-Client"
-
 /**
- * The client's hello: the value of CLIENT_HEADER, naming this process for the holder records of
- * its locks: this host, this pid and the "program" option, else the name of the script Node
- * runs (process.argv[1]), else process.title.
+ * The client's hello: the value of the upgrade header CLIENT_HEADER (lib/protocol.js), naming
+ * this process for the holder records of its locks: this host, this pid and the "program"
+ * option, else the name of the script Node runs (process.argv[1]), else process.title.
  */
 function clientHello(options) {
   const program = options.program ?? (process.argv[1] ? path.basename(process.argv[1]) : process.title)
@@ -136,4 +133,4 @@ function clientHello(options) {
   return new URLSearchParams({ host: os.hostname(), pid: String(process.pid), program }).toString()
 }
 
-module.exports = { DEFAULTS, MAX_TIMER_MS, CLIENT_HEADER, parseUrl, parseUrls, describeUrl, msOption, clientHello }
+module.exports = { DEFAULTS, MAX_TIMER_MS, parseUrl, parseUrls, describeUrl, msOption, clientHello }

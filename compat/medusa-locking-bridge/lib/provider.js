@@ -7,12 +7,11 @@ const { BridgeConnection } = require("./connection")
 const { Types, lockingError } = require("./errors")
 const { fencingOf } = require("./lease")
 const { parseUrls } = require("./options")
+const { Ops } = require("./protocol")
 
 /** Stock defaults, in seconds. */
 const DEFAULT_WAIT_LOCKING_TIMEOUT = 5
 const DEFAULT_LEASE_EXPIRE = 60
-/** The largest expire/timeout the bridge accepts, in seconds. */
-const MAX_SECONDS = 1e9
 
 /** The cradle names the loader registers and the constructor reads. */
 const CLIENT_REGISTRATION = "lockingBridgeClient"
@@ -54,24 +53,23 @@ function toKeys(keys) {
   return (Array.isArray(keys) ? keys : [keys]).map((k) => String(k))
 }
 
-/** `ownerId ?? "*"`, stringified as ioredis would store it. */
+/**
+ * `ownerId ?? "*"`, stringified as ioredis would store it. An empty owner is refused when the
+ * request is sent, by the rules of the bridge it goes to (lib/link.js limitProblem: bridges
+ * announce empty_owner_allowed).
+ */
 function toOwner(ownerId) {
-  const owner = String(ownerId ?? "*")
-  if (owner === "") {
-    throw lockingError(
-      Types.INVALID_DATA,
-      `locking-bridge: "ownerId" must not be an empty string (the bridge cannot hold locks for the empty owner); pass null or undefined for the anonymous owner "*"`
-    )
-  }
-  return owner
+  return String(ownerId ?? "*")
 }
 
+/**
+ * value, a number of seconds, when it is finite (JSON has no Infinity: it would be sent as null,
+ * meaning "absent"). The bridge's upper bound (its max_seconds) is checked when the request is
+ * sent (lib/link.js limitProblem).
+ */
 function checkSeconds(name, value, given) {
-  if (!Number.isFinite(value) || value > MAX_SECONDS) {
-    throw lockingError(
-      Types.INVALID_DATA,
-      `locking-bridge: "${name}" must be a finite number of seconds up to ${MAX_SECONDS}, got ${String(given)}`
-    )
+  if (!Number.isFinite(value)) {
+    throw lockingError(Types.INVALID_DATA, `locking-bridge: "${name}" must be a finite number of seconds, got ${String(given)}`)
   }
   return value
 }
@@ -118,9 +116,9 @@ class BridgeLockingProvider {
    */
   async execute(keys, job, args, sharedContext) {
     keys = toKeys(keys)
+    // Infinity is allowed: the lease request asks for the bridge's max_seconds at most.
     let timeout = Math.max(args?.timeout ?? this.waitLockingTimeout, 1)
     if (Number.isNaN(timeout)) timeout = 1
-    timeout = Math.min(timeout, MAX_SECONDS)
     let expire = Math.max(args?.expire ?? DEFAULT_LEASE_EXPIRE, 1)
     if (Number.isNaN(expire)) expire = DEFAULT_LEASE_EXPIRE
     checkSeconds("expire", expire, args?.expire)
@@ -181,7 +179,7 @@ class BridgeLockingProvider {
     let ttl = Math.max(args?.expire ?? this.waitLockingTimeout, 1)
     if (Number.isNaN(ttl)) ttl = 1
     const expire = args?.expire ? checkSeconds("expire", ttl, args.expire) : 0
-    const result = await this.client_.request("acquire", { keys, owner, expire, await_queue: awaitQueue }, { waitMs: awaitQueue ? Infinity : undefined })
+    const result = await this.client_.request(Ops.ACQUIRE, { keys, owner, expire, await_queue: awaitQueue }, { waitMs: awaitQueue ? Infinity : undefined })
     return out && Object.assign(out, fencingOf(result))
   }
 
@@ -190,14 +188,14 @@ class BridgeLockingProvider {
     keys = toKeys(keys)
     if (keys.length === 0) return true
     const owner = toOwner(args?.ownerId)
-    const result = await this.client_.request("release", { keys, owner })
+    const result = await this.client_.request(Ops.RELEASE, { keys, owner })
     return result?.released === true
   }
 
   /** Releases every key held by `ownerId` (default "*": only anonymous locks, as stock). */
   async releaseAll(args, sharedContext) {
     const owner = toOwner(args?.ownerId)
-    await this.client_.request("release_all", { owner })
+    await this.client_.request(Ops.RELEASE_ALL, { owner })
   }
 
   /**

@@ -23,6 +23,7 @@
 const { bridgeFailure, outcomeUnknown, reasonOf } = require("./errors")
 const { Lease } = require("./lease")
 const { MAX_TIMER_MS } = require("./options")
+const { Ops, Codes, ResumeStates } = require("./protocol")
 
 /** How far past the old connection's end the client waits before settling an acquire. */
 const SETTLE_SLACK_MS = 1000
@@ -48,7 +49,7 @@ class Requests {
   /** True while a request of group still awaits its outcome (a resume's: through its own group). */
   awaited(group) {
     for (const entry of group.entries.values()) {
-      if (entry.op === "resume" ? this.awaited(entry.group) : !gone(entry)) return true
+      if (entry.op === Ops.RESUME ? this.awaited(entry.group) : !gone(entry)) return true
     }
     return false
   }
@@ -61,17 +62,17 @@ class Requests {
     const { client } = this
     if (gone(entry)) return this.late(entry, reply, link)
     switch (entry.op) {
-      case "resume":
+      case Ops.RESUME:
         return this.resumed(entry.group, reply)
-      case "settle":
+      case Ops.SETTLE:
         return reply.ok === true ? this.settled(entry, reply.result ?? {}) : this.settleFailed(entry, client.bridgeError(reply.error))
-      case "lease_release":
+      case Ops.LEASE_RELEASE:
         if (reply.ok === true) return client.finish(entry, null, reply.result?.released === true)
-        return reply.error?.code === "unknown_lease" ? client.finish(entry, null, false) : client.finish(entry, client.bridgeError(reply.error))
+        return reply.error?.code === Codes.UNKNOWN_LEASE ? client.finish(entry, null, false) : client.finish(entry, client.bridgeError(reply.error))
     }
     if (reply.ok === true) {
       const result = reply.result ?? {}
-      if (entry.op !== "lease") return client.finish(entry, null, result)
+      if (entry.op !== Ops.LEASE) return client.finish(entry, null, result)
       // A lease granted on a connection that has ended was released with it.
       if (!link) return this.again(entry, batch)
       const lease = new Lease(link, result.lease, result.owner, entry.keys, result.lost_message, result)
@@ -81,14 +82,14 @@ class Requests {
       if (performance.now() >= link.deadlines.deadlineOf(lease)) return this.givenBack(entry, lease, "late")
       return client.finish(entry, null, lease)
     }
-    if (entry.op === "lease") link?.leaseAnswered()
+    if (entry.op === Ops.LEASE) link?.leaseAnswered()
     const code = reply.error?.code
-    if (code === "shutting_down" && (entry.op === "acquire" || entry.op === "lease")) {
+    if (code === Codes.SHUTTING_DOWN && (entry.op === Ops.ACQUIRE || entry.op === Ops.LEASE)) {
       link?.stopTakingWork()
       return this.again(entry)
     }
     // The bridge lost Redis's reply to the acquire: its claim tells whether it took the keys.
-    if (code === "outcome_unknown" && entry.op === "acquire") return this.settleAt(entry, performance.now())
+    if (code === Codes.OUTCOME_UNKNOWN && entry.op === Ops.ACQUIRE) return this.settleAt(entry, performance.now())
     client.finish(entry, client.bridgeError(reply.error))
   }
 
@@ -97,8 +98,8 @@ class Requests {
    * granted on a live link is given back at once, since nobody believes in it.
    */
   late(entry, reply, link) {
-    if (entry.op !== "lease" || reply.ok !== true || typeof reply.result?.lease !== "string" || !link?.usable) return
-    link.send({ op: "lease_release", fields: { lease: reply.result.lease }, internal: true })
+    if (entry.op !== Ops.LEASE || reply.ok !== true || typeof reply.result?.lease !== "string" || !link?.usable) return
+    link.send({ op: Ops.LEASE_RELEASE, fields: { lease: reply.result.lease }, internal: true })
   }
 
   /** A link ended with entries in flight: they wait for a resume on the next connection. */
@@ -106,9 +107,9 @@ class Requests {
     const droppedAt = performance.now()
     const group = { session: link.welcome.session, timeoutMs: link.timeoutMs, lastSentAt: link.socket.lastSentAt, entries: new Map() }
     for (const entry of entries) {
-      if (entry.op === "ping") continue
+      if (entry.op === Ops.PING) continue
       // A lease of an ended connection is released by the bridge: nothing to give back.
-      if (entry.op === "lease_release") this.client.finish(entry, null, false)
+      if (entry.op === Ops.LEASE_RELEASE) this.client.finish(entry, null, false)
       else {
         group.entries.set(entry.id, entry)
         this.limit(entry, group, droppedAt)
@@ -126,9 +127,9 @@ class Requests {
    */
   limit(entry, group, droppedAt) {
     let ms
-    if (entry.op === "lease") ms = entry.deadline - droppedAt
-    else if (entry.op === "release" || entry.op === "release_all") ms = entry.waitMs
-    else if (entry.op === "acquire") ms = entry.waitMs + Math.max(0, settleTime(group) - droppedAt)
+    if (entry.op === Ops.LEASE) ms = entry.deadline - droppedAt
+    else if (entry.op === Ops.RELEASE || entry.op === Ops.RELEASE_ALL) ms = entry.waitMs
+    else if (entry.op === Ops.ACQUIRE) ms = entry.waitMs + Math.max(0, settleTime(group) - droppedAt)
     else return
     clearTimeout(entry.orphanTimer)
     entry.orphanTimer = null
@@ -144,7 +145,7 @@ class Requests {
     for (const settle of this.retrying) if (settle.acquire === entry) this.stopRetry(settle)
     const { queue } = this.client
     for (let i = queue.length - 1; i >= 0; i--) if (queue[i].acquire === entry) queue.splice(i, 1) // its queued settle
-    if (entry.op === "lease") {
+    if (entry.op === Ops.LEASE) {
       this.client.finish(entry, this.leaseCutOff(entry))
     } else {
       const { lastError, lastErrorAt } = this.client
@@ -159,7 +160,7 @@ class Requests {
   leaseCutOff(entry) {
     return bridgeFailure(
       "connection_lost",
-      `locking-bridge: the connection to the bridge at ${this.displayOf(entry)} ended while "lease" was in flight and execute's timeout has passed; nothing is held`
+      `locking-bridge: the connection to the bridge at ${this.displayOf(entry)} ended while "${Ops.LEASE}" was in flight and execute's timeout has passed; nothing is held`
     )
   }
 
@@ -169,7 +170,7 @@ class Requests {
     if (!link) return
     for (const group of this.groups.splice(0)) {
       if (!this.awaited(group)) continue // every request of it was given up on
-      const resume = { op: "resume", group, fields: { session: group.session, ids: [...group.entries.keys()] }, internal: true }
+      const resume = { op: Ops.RESUME, group, fields: { session: group.session, ids: [...group.entries.keys()] }, internal: true }
       link.send(resume, { counted: false })
     }
   }
@@ -186,10 +187,10 @@ class Requests {
     for (const entry of group.entries.values()) {
       if (gone(entry)) continue // given up on (its limit passed)
       const o = outcomes.get(entry.id)
-      const state = o?.state === "replied" && !(o.reply && typeof o.reply === "object") ? "unknown" : o?.state ?? "unknown"
+      const state = o?.state === ResumeStates.REPLIED && !(o.reply && typeof o.reply === "object") ? ResumeStates.UNKNOWN : o?.state ?? ResumeStates.UNKNOWN
       this.client.logger?.debug?.(`locking-bridge: resumed "${entry.op}" (id ${entry.id}): ${state}`)
-      if (state === "replied") this.reply(entry, o.reply, null, resend)
-      else if (state === "cancelled" || state === "not_received") this.again(entry, resend)
+      if (state === ResumeStates.REPLIED) this.reply(entry, o.reply, null, resend)
+      else if (state === ResumeStates.CANCELLED || state === ResumeStates.NOT_RECEIVED) this.again(entry, resend)
       else this.unknown(entry, group, resend)
     }
     for (const entry of resend.reverse()) this.client.enqueue(entry, { front: true })
@@ -200,12 +201,12 @@ class Requests {
     if (gone(entry)) return
     const why = `the connection to the bridge at ${this.displayOf(entry)} ended before the reply, and the bridge no longer knows the request`
     switch (entry.op) {
-      case "acquire":
+      case Ops.ACQUIRE:
         return this.settleAt(entry, settleTime(group))
-      case "release":
-      case "release_all":
+      case Ops.RELEASE:
+      case Ops.RELEASE_ALL:
         return this.client.finish(entry, outcomeUnknown(entry.op, entry.sent, why))
-      case "resume":
+      case Ops.RESUME:
         for (const inner of entry.group.entries.values()) this.unknown(inner, entry.group)
         return
       default: // lease (nothing to delete: sent again within its timeout), settle (read and undo by claim)
@@ -221,13 +222,13 @@ class Requests {
   again(entry, batch) {
     const { client } = this
     if (gone(entry)) return
-    if (entry.op === "resume") {
+    if (entry.op === Ops.RESUME) {
       this.groups.push(entry.group)
       return this.resumeAll()
     }
     clearTimeout(entry.orphanTimer)
     entry.orphanTimer = null
-    if (entry.op === "lease" && performance.now() >= entry.deadline) return client.finish(entry, this.leaseCutOff(entry))
+    if (entry.op === Ops.LEASE && performance.now() >= entry.deadline) return client.finish(entry, this.leaseCutOff(entry))
     if (batch) batch.push(entry)
     else client.enqueue(entry, { front: true })
   }
@@ -276,14 +277,14 @@ class Requests {
       }
       this.settling.delete(acquire)
       const fields = { keys: acquire.sent.keys, owner: acquire.sent.owner, claim: acquire.sent.claim }
-      this.client.enqueue({ op: "settle", fields, acquire, tries: 0, waitMs: Infinity, internal: true })
+      this.client.enqueue({ op: Ops.SETTLE, fields, acquire, tries: 0, waitMs: Infinity, internal: true })
     }
     if (next < Infinity) this.settleTimer = setTimeout(() => this.settleDue(), Math.ceil(next - now))
   }
 
   settled(settle, result) {
     if (settle.acquire.done) return
-    this.client.logger?.debug?.(`locking-bridge: settled "acquire" (claim ${settle.fields.claim}): held: ${result.held === true}`)
+    this.client.logger?.debug?.(`locking-bridge: settled "${Ops.ACQUIRE}" (claim ${settle.fields.claim}): held: ${result.held === true}`)
     // Held: the settle reply carries the tokens the lost acquire reply had (fencing_token(s)).
     if (result.held === true) return this.client.finish(settle.acquire, null, result)
     // Nothing of it is held (the bridge undid a partial one): send it again with a new claim.
@@ -296,7 +297,7 @@ class Requests {
     settle.tries++
     if (settle.tries >= SETTLE_TRIES || this.client.closed) {
       const why = `its reply was lost, and asking the bridge at ${this.displayOf(settle)} whether it holds the keys (settle) failed: ${err.message}`
-      return this.client.finish(settle.acquire, outcomeUnknown("acquire", settle.acquire.sent, why, err))
+      return this.client.finish(settle.acquire, outcomeUnknown(Ops.ACQUIRE, settle.acquire.sent, why, err))
     }
     // Tracked, so that close() (failAll) and the acquire's limit stop it.
     settle.retryTimer = setTimeout(() => {
@@ -338,7 +339,7 @@ class Requests {
    * by err, for a request that may have run (an acquire, a release); err itself for the others.
    */
   unknownBecause(entry, err) {
-    if (!["acquire", "release", "release_all"].includes(entry.op)) return err
+    if (![Ops.ACQUIRE, Ops.RELEASE, Ops.RELEASE_ALL].includes(entry.op)) return err
     const why = err?.bridgeCode === "closed" ? "the client was closed before the bridge could tell it" : `the client could not learn it: ${reasonOf(err)}`
     return outcomeUnknown(entry.op, entry.sent, why, err)
   }

@@ -1,17 +1,13 @@
 "use strict"
 
 // The life of one WebSocket to the bridge: the upgrade (and what a refused one means), the
-// welcome (checked against protocol v2), JSON frames in and out, and its end. It knows nothing
+// welcome (checked against the protocol version of lib/protocol.js), JSON frames in and out, and its end. It knows nothing
 // about requests or leases; lib/link.js does.
 
 const WebSocket = require("ws")
 const { bridgeFailure, oneLine } = require("./errors")
-const { CLIENT_HEADER } = require("./options")
+const { SUBPROTOCOL, PROTOCOL_VERSION, CLIENT_HEADER, Events, rulesProblem } = require("./protocol")
 
-/** The WebSocket subprotocol of bridge protocol v2. */
-const SUBPROTOCOL = "locktui-bridge.v2"
-/** The protocol version the welcome must carry. */
-const PROTOCOL_VERSION = 2
 /** HTTP statuses of a refused upgrade that no retry fixes by itself. */
 const FATAL_STATUSES = new Set([400, 401, 403, 404])
 /** How long a close handshake may take before the socket is destroyed. */
@@ -220,12 +216,12 @@ class BridgeSocket {
   }
 }
 
-/** Why msg is not a usable v2 welcome, or null. */
+/** Why msg is not a usable welcome of this protocol version, or null. */
 function welcomeProblem(msg) {
-  if (msg.type !== "welcome") return `a "${msg.type}" message instead of a welcome`
+  if (msg.type !== Events.WELCOME) return `a "${msg.type}" message instead of a welcome`
   if (msg.version !== PROTOCOL_VERSION) return `protocol version ${msg.version}`
-  const hb = msg.heartbeat
-  if (!(hb?.interval_ms > 0 && hb?.timeout_ms > 0)) return "a welcome without a valid heartbeat"
+  const problem = rulesProblem(msg)
+  if (problem) return problem
   if (typeof msg.session !== "string" || msg.session === "") return "a welcome without a session"
   return null
 }
@@ -262,4 +258,4 @@ function domainOf(welcome, display) {
   return { display, namespace: welcome.namespace, owner_prefix: welcome.owner_prefix, key_prefix: welcome.key_prefix }
 }
 
-module.exports = { BridgeSocket, SUBPROTOCOL, PROTOCOL_VERSION, domainMismatch, domainOf }
+module.exports = { BridgeSocket, domainMismatch, domainOf }

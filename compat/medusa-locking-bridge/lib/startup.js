@@ -9,6 +9,7 @@
 
 const { BridgeSocket, domainMismatch } = require("./socket")
 const { heartbeatInterval } = require("./deadlines")
+const { rulesOf } = require("./protocol")
 const { reasonOf } = require("./errors")
 
 /** Node's codes of a certificate chain the client does not trust: the CA is missing (wsOptions.ca). */
@@ -44,7 +45,7 @@ function probe(client, target) {
     const socket = new BridgeSocket(client.socketOptions(target), {
       welcome: (msg) => {
         try {
-          heartbeatInterval(client.heartbeatIntervalMs, msg.heartbeat, target.display)
+          heartbeatInterval(client.heartbeatIntervalMs, rulesOf(msg), target.display)
         } catch (err) {
           refusal = err
         }
