@@ -20,7 +20,7 @@ const (
 	ActionForceRelease = "force_release"
 	// ActionForceReleaseAny deletes one key whoever holds it.
 	ActionForceReleaseAny = "force_release_any"
-	// ActionReleaseOwner deletes every lock of one owner (provider ReleaseAll).
+	// ActionReleaseOwner deletes every lock of one owner (operator ReleaseAllWith).
 	ActionReleaseOwner = "release_owner"
 	// ActionFreed follows a force-release that told the holder first (ResultHolderTold): the
 	// key was freed, by its holder's release or its TTL, at the record's Time (ToldAt says
@@ -43,9 +43,9 @@ const (
 
 // Modes of a force-release (Record.Mode).
 const (
-	// ModeTellFirst tells a live lease's holder first (provider.TellHolderFirst).
+	// ModeTellFirst tells a live lease's holder first (operator.TellHolderFirst).
 	ModeTellFirst = "tell_first"
-	// ModeFreeNow frees the key at once whatever holds it (provider.FreeNow).
+	// ModeFreeNow frees the key at once whatever holds it (operator.FreeNow).
 	ModeFreeNow = "free_now"
 )
 
@@ -78,7 +78,7 @@ type Record struct {
 	// Server is the Redis server, with any password redacted.
 	Server string `json:"server"`
 	// Holder, for a force-release, names the process it cut off, from the lock's holder
-	// record (provider.Record.String), or provider.NoHolderRecord when the lock had none; ""
+	// record (operator.Record.String), or operator.NoHolderRecord when the lock had none; ""
 	// when nothing was cut off, or the lock could not be read or was no longer the owner's. The
 	// record is the one read just before the delete, or for the console's d the one of the hold
 	// the operator confirmed, which is the hold deleted (Releaser.ForceReleaseHold).
@@ -101,7 +101,7 @@ type LockReleased struct {
 	// Owner is the owner it had (the owner released).
 	Owner string `json:"owner"`
 	// Holder names the process cut off, as Record.Holder does: its holder record
-	// (provider.Record.String) or provider.NoHolderRecord.
+	// (operator.Record.String) or operator.NoHolderRecord.
 	Holder string `json:"holder"`
 	// Told is true when the lock was a live lease whose holder was told first, not deleted: it
 	// releases the key itself, or the key expires with its TTL.

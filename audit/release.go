@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/internal/sleep"
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 )
 
 // WriteTimeout bounds each audit write of a Releaser. The deadline is the write's own, detached
@@ -15,22 +15,22 @@ import (
 const WriteTimeout = 5 * time.Second
 
 // Releaser is the one path by which the console and the CLI release locks: it releases through
-// the provider and records every release, whatever its outcome, in Sink.
+// an operator.Inspector and records every release, whatever its outcome, in Sink.
 type Releaser struct {
-	// Provider releases the locks. Required.
-	Provider *provider.Provider
+	// Inspector reads and releases the locks. Required.
+	Inspector *operator.Inspector
 	// Sink receives a record of every release; nil: releases are not audited.
 	Sink Sink
 	// Operator, Namespace and Server fill every record (Operator "" means Operator()).
 	Operator, Namespace, Server string
-	// Scan paces the walk of the namespace that ReleaseOwner makes (provider.ReleaseAllWith):
+	// Scan paces the walk of the namespace that ReleaseOwner makes (operator ReleaseAllWith):
 	// the console and the CLI pass their read budget, so a release of an owner's locks loads
 	// Redis no more than a refresh or a list does. The zero value walks as fast as Redis answers.
-	Scan provider.ScanOptions
+	Scan operator.ScanOptions
 	// OnReleased, if not nil, is called with each lock ReleaseOwner deletes or whose holder it
 	// tells, as it does (never concurrently): a console shows the count so far while a long walk
 	// goes on.
-	OnReleased func(provider.Lock, provider.Revocation)
+	OnReleased func(operator.Lock, operator.Revocation)
 	// LocksPerRecord is the most locks one record of ReleaseOwner names (Record.Part); 0 means
 	// DefaultLocksPerRecord.
 	LocksPerRecord int
@@ -47,7 +47,7 @@ type Released struct {
 	Count int
 	// How is what a force-release did: Freed, HolderTold (nothing deleted yet: AwaitFreed
 	// follows the key), or NotReleased.
-	How provider.Revocation
+	How operator.Revocation
 	// Owner is the owner released: the one asked for, or for ForceReleaseAny the one found.
 	Owner string
 	// Holder names the process a force-release cut off or told, as the record does ("" when
@@ -66,7 +66,7 @@ func (r Released) Result() string {
 	switch {
 	case r.Err != nil:
 		return ResultError(r.Err)
-	case r.How == provider.HolderTold:
+	case r.How == operator.HolderTold:
 		return ResultHolderTold
 	case r.Count == 0:
 		return ResultNotHeld
@@ -74,12 +74,12 @@ func (r Released) Result() string {
 	return ResultReleased
 }
 
-// ForceReleaseOwner force-releases key only while owner still holds it (provider
+// ForceReleaseOwner force-releases key only while owner still holds it (operator
 // ForceReleaseOwner: release --owner) and records it as ActionForceRelease. A key of another type
 // is not released and is no error.
-func (r *Releaser) ForceReleaseOwner(ctx context.Context, key, owner string, mode provider.ReleaseMode) Released {
+func (r *Releaser) ForceReleaseOwner(ctx context.Context, key, owner string, mode operator.ReleaseMode) Released {
 	holder := r.holder(ctx, key)
-	how, err := r.Provider.ForceReleaseOwner(ctx, key, owner, mode)
+	how, err := r.Inspector.ForceReleaseOwner(ctx, key, owner, mode)
 	if err != nil && r.foreign(ctx, key) {
 		err = nil // WRONGTYPE: not a lock, so not held
 	}
@@ -87,27 +87,27 @@ func (r *Releaser) ForceReleaseOwner(ctx context.Context, key, owner string, mod
 }
 
 // ForceReleaseHold force-releases seen.Key only while it is still the hold seen, as read before
-// (provider ForceReleaseHold: the console's d, which releases the hold the operator confirmed, not
+// (operator ForceReleaseHold: the console's d, which releases the hold the operator confirmed, not
 // one its owner took since), and records it as ActionForceRelease naming that hold's holder.
-func (r *Releaser) ForceReleaseHold(ctx context.Context, seen provider.Lock, mode provider.ReleaseMode) Released {
-	how, err := r.Provider.ForceReleaseHold(ctx, seen, mode)
+func (r *Releaser) ForceReleaseHold(ctx context.Context, seen operator.Lock, mode operator.ReleaseMode) Released {
+	how, err := r.Inspector.ForceReleaseHold(ctx, seen, mode)
 	return r.recordKey(ctx, ActionForceRelease, seen.Key, seen.Owner, holderOf(seen), mode, how, err)
 }
 
-// ForceReleaseAny force-releases key whoever holds it (provider ForceReleaseAny: release
+// ForceReleaseAny force-releases key whoever holds it (operator ForceReleaseAny: release
 // --force) and records it as ActionForceReleaseAny with the owner it had.
-func (r *Releaser) ForceReleaseAny(ctx context.Context, key string, mode provider.ReleaseMode) Released {
+func (r *Releaser) ForceReleaseAny(ctx context.Context, key string, mode operator.ReleaseMode) Released {
 	holder := r.holder(ctx, key)
-	owner, how, err := r.Provider.ForceReleaseAny(ctx, key, mode)
+	owner, how, err := r.Inspector.ForceReleaseAny(ctx, key, mode)
 	return r.recordKey(ctx, ActionForceReleaseAny, key, owner, holder.of(owner), mode, how, err)
 }
 
 // recordKey records the force-release of one key and returns its outcome; holder names the
 // process cut off or told ("" when unknown).
-func (r *Releaser) recordKey(ctx context.Context, action, key, owner, holder string, mode provider.ReleaseMode,
-	how provider.Revocation, err error) Released {
+func (r *Releaser) recordKey(ctx context.Context, action, key, owner, holder string, mode operator.ReleaseMode,
+	how operator.Revocation, err error) Released {
 	out := Released{Owner: owner, How: how, Err: err}
-	if how == provider.Freed {
+	if how == operator.Freed {
 		out.Count = 1
 	}
 	if how.Done() {
@@ -118,8 +118,8 @@ func (r *Releaser) recordKey(ctx context.Context, action, key, owner, holder str
 }
 
 // modeName is a mode as records name it.
-func modeName(m provider.ReleaseMode) string {
-	if m == provider.FreeNow {
+func modeName(m operator.ReleaseMode) string {
+	if m == operator.FreeNow {
 		return ModeFreeNow
 	}
 	return ModeTellFirst
@@ -135,7 +135,7 @@ const freedPoll = 50 * time.Millisecond
 func (r *Releaser) AwaitFreed(ctx context.Context, key string, out Released, toldAt time.Time) (time.Time, Released) {
 	var freed time.Time
 	for {
-		l, held, err := r.Provider.Get(ctx, key)
+		l, held, err := r.Inspector.Get(ctx, key)
 		if err == nil && (!held || l.Owner != out.Owner || l.Record == nil || l.Record.RevokedAt.IsZero()) {
 			freed = time.Now()
 			break
@@ -157,7 +157,7 @@ func (r *Releaser) AwaitFreed(ctx context.Context, key string, out Released, tol
 }
 
 // seenHolder is the lock a force-release is about to cut off, as read just before it.
-type seenHolder struct{ lock *provider.Lock }
+type seenHolder struct{ lock *operator.Lock }
 
 // holder reads key's lock and its holder record before a force-release, for the audit record
 // (a read that fails leaves the record without a holder: the release goes on).
@@ -165,7 +165,7 @@ func (r *Releaser) holder(ctx context.Context, key string) seenHolder {
 	if r.Sink == nil {
 		return seenHolder{}
 	}
-	l, held, err := r.Provider.Get(ctx, key)
+	l, held, err := r.Inspector.Get(ctx, key)
 	if err != nil || !held {
 		return seenHolder{}
 	}
@@ -182,22 +182,22 @@ func (h seenHolder) of(owner string) string {
 }
 
 // holderOf names the process that holds l: its holder record, or that it has none
-// (provider.NoHolderRecord).
-func holderOf(l provider.Lock) string {
+// (operator.NoHolderRecord).
+func holderOf(l operator.Lock) string {
 	if l.Record == nil {
-		return provider.NoHolderRecord
+		return operator.NoHolderRecord
 	}
 	return l.Record.String()
 }
 
-// ReleaseOwner force-releases every lock of owner (provider ReleaseAllWith in mode, paced by
+// ReleaseOwner force-releases every lock of owner (operator ReleaseAllWith in mode, paced by
 // Scan: compare-and-unlink per key, a live lease's holder told first unless mode is FreeNow;
 // the console's D and release-all) and records it as ActionReleaseOwner, naming each lock
 // deleted or told with the holder, as read in the same paced walk just before. The record is written also when the walk failed
 // part-way: it names the locks deleted until then. A release of more than LocksPerRecord
 // locks writes its record in parts (Record.Part), each full one as soon as the next lock is
 // deleted; AuditErr is the first part's error that could not be written.
-func (r *Releaser) ReleaseOwner(ctx context.Context, owner string, mode provider.ReleaseMode) Released {
+func (r *Releaser) ReleaseOwner(ctx context.Context, owner string, mode operator.ReleaseMode) Released {
 	perRecord := r.LocksPerRecord
 	if perRecord <= 0 {
 		perRecord = DefaultLocksPerRecord
@@ -205,7 +205,7 @@ func (r *Releaser) ReleaseOwner(ctx context.Context, owner string, mode provider
 	var locks []LockReleased
 	var part int
 	var auditErr error
-	keep := func(l provider.Lock, how provider.Revocation) {
+	keep := func(l operator.Lock, how operator.Revocation) {
 		if r.Sink != nil {
 			if len(locks) == perRecord { // a full part, and more to come: the last part is never empty
 				part++
@@ -214,13 +214,13 @@ func (r *Releaser) ReleaseOwner(ctx context.Context, owner string, mode provider
 				auditErr = cmp.Or(auditErr, err)
 				locks = nil
 			}
-			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l), Told: how == provider.HolderTold})
+			locks = append(locks, LockReleased{Key: l.Key, Owner: l.Owner, Holder: holderOf(l), Told: how == operator.HolderTold})
 		}
 		if r.OnReleased != nil {
 			r.OnReleased(l, how)
 		}
 	}
-	n, err := r.Provider.ReleaseAllWith(ctx, owner, r.Scan, mode, keep)
+	n, err := r.Inspector.ReleaseAllWith(ctx, owner, r.Scan, mode, keep)
 	out := Released{Count: n, Owner: owner, Err: err}
 	last := Record{Action: ActionReleaseOwner, Owner: owner, Locks: locks, Mode: modeName(mode)}
 	if part > 0 {
@@ -231,7 +231,7 @@ func (r *Releaser) ReleaseOwner(ctx context.Context, owner string, mode provider
 }
 
 func (r *Releaser) foreign(ctx context.Context, key string) bool {
-	l, held, err := r.Provider.Get(ctx, key)
+	l, held, err := r.Inspector.Get(ctx, key)
 	return err == nil && held && l.Foreign
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -32,14 +33,14 @@ func TestReleaserRecordsEveryOutcome(t *testing.T) {
 	trail, err := audit.Open(audit.Options{Path: path, Stream: "audit:test", Client: client})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = trail.Close() })
-	r := &audit.Releaser{Provider: p, Sink: trail, Operator: "ana@ops", Namespace: provider.DefaultNamespace, Server: "redis://x"}
+	r := &audit.Releaser{Inspector: operator.New(client, nil), Sink: trail, Operator: "ana@ops", Namespace: provider.DefaultNamespace, Server: "redis://x"}
 
-	assert.Equal(t, audit.Released{Count: 0, Owner: "o2"}, brief(r.ForceReleaseOwner(ctx, "a", "o2", provider.TellHolderFirst)), "another owner's lock stays")
-	assert.Equal(t, audit.Released{Count: 1, How: provider.Freed, Owner: "o1"}, brief(r.ForceReleaseOwner(ctx, "a", "o1", provider.TellHolderFirst)))
-	assert.Equal(t, audit.Released{Count: 0, Owner: "o1"}, brief(r.ForceReleaseOwner(ctx, "hash", "o1", provider.TellHolderFirst)), "a key of another type is not held")
-	assert.Equal(t, audit.Released{Count: 1, How: provider.Freed, Owner: "o1"}, brief(r.ForceReleaseAny(ctx, "b", provider.TellHolderFirst)))
-	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ReleaseOwner(ctx, "o1", provider.TellHolderFirst))
-	assert.Equal(t, audit.Released{Count: 1, How: provider.Freed, Owner: "o3"}, brief(r.ForceReleaseAny(ctx, "stock", provider.TellHolderFirst)))
+	assert.Equal(t, audit.Released{Count: 0, Owner: "o2"}, brief(r.ForceReleaseOwner(ctx, "a", "o2", operator.TellHolderFirst)), "another owner's lock stays")
+	assert.Equal(t, audit.Released{Count: 1, How: operator.Freed, Owner: "o1"}, brief(r.ForceReleaseOwner(ctx, "a", "o1", operator.TellHolderFirst)))
+	assert.Equal(t, audit.Released{Count: 0, Owner: "o1"}, brief(r.ForceReleaseOwner(ctx, "hash", "o1", operator.TellHolderFirst)), "a key of another type is not held")
+	assert.Equal(t, audit.Released{Count: 1, How: operator.Freed, Owner: "o1"}, brief(r.ForceReleaseAny(ctx, "b", operator.TellHolderFirst)))
+	assert.Equal(t, audit.Released{Count: 1, Owner: "o1"}, r.ReleaseOwner(ctx, "o1", operator.TellHolderFirst))
+	assert.Equal(t, audit.Released{Count: 1, How: operator.Freed, Owner: "o3"}, brief(r.ForceReleaseAny(ctx, "stock", operator.TellHolderFirst)))
 
 	entries, err := client.XRange(ctx, "audit:test", "-", "+").Result()
 	require.NoError(t, err)
@@ -51,7 +52,7 @@ func TestReleaserRecordsEveryOutcome(t *testing.T) {
 		{audit.ActionForceRelease, "hash", audit.ResultNotHeld, ""},
 		{audit.ActionForceReleaseAny, "b", audit.ResultReleased, cutOff},
 		{audit.ActionReleaseOwner, "", audit.ResultReleased, ""},
-		{audit.ActionForceReleaseAny, "stock", audit.ResultReleased, "^" + regexp.QuoteMeta(provider.NoHolderRecord) + "$"}, // a lock without a record says so
+		{audit.ActionForceReleaseAny, "stock", audit.ResultReleased, "^" + regexp.QuoteMeta(operator.NoHolderRecord) + "$"}, // a lock without a record says so
 	}
 	for i, e := range entries {
 		rec, err := audit.FromStream(e.Values)
@@ -84,8 +85,8 @@ func TestReleaserReportsAFailedRecordButReleases(t *testing.T) {
 	ctx := t.Context()
 	p := provider.New(client, nil)
 	require.NoError(t, p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "o1"}))
-	r := &audit.Releaser{Provider: p, Sink: failingSink{}}
-	got := r.ForceReleaseOwner(ctx, "a", "o1", provider.TellHolderFirst)
+	r := &audit.Releaser{Inspector: operator.New(client, nil), Sink: failingSink{}}
+	got := r.ForceReleaseOwner(ctx, "a", "o1", operator.TellHolderFirst)
 	assert.Equal(t, 1, got.Count, "the release happened")
 	assert.ErrorContains(t, got.AuditErr, "disk full")
 	assert.Equal(t, audit.ResultReleased, got.Result())
@@ -125,10 +126,10 @@ func TestForceReleaseHoldRecordsTheHoldSeen(t *testing.T) {
 	trail, err := audit.Open(audit.Options{Path: path})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = trail.Close() })
-	r := &audit.Releaser{Provider: p, Sink: trail}
-	read := func() provider.Lock {
+	r := &audit.Releaser{Inspector: operator.New(client, nil), Sink: trail}
+	read := func() operator.Lock {
 		t.Helper()
-		l, ok, err := p.Get(ctx, "a")
+		l, ok, err := r.Inspector.Get(ctx, "a")
 		require.NoError(t, err)
 		require.True(t, ok)
 		return l
@@ -140,9 +141,9 @@ func TestForceReleaseHoldRecordsTheHoldSeen(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, p.Acquire(ctx, []string{"a"}, provider.AcquireOptions{Owner: "shared"}))
-	assert.Equal(t, audit.Released{Count: 0, Owner: "shared"}, brief(r.ForceReleaseHold(ctx, stale, provider.TellHolderFirst)), "the owner's new hold stays")
+	assert.Equal(t, audit.Released{Count: 0, Owner: "shared"}, brief(r.ForceReleaseHold(ctx, stale, operator.TellHolderFirst)), "the owner's new hold stays")
 	current := read()
-	assert.Equal(t, audit.Released{Count: 1, How: provider.Freed, Owner: "shared"}, brief(r.ForceReleaseHold(ctx, current, provider.TellHolderFirst)))
+	assert.Equal(t, audit.Released{Count: 1, How: operator.Freed, Owner: "shared"}, brief(r.ForceReleaseHold(ctx, current, operator.TellHolderFirst)))
 
 	recs := readLines(t, path)
 	require.Len(t, recs, 2)
@@ -165,9 +166,9 @@ func TestReleaseOwnerWritesALargeReleaseInParts(t *testing.T) {
 	trail, err := audit.Open(audit.Options{Path: path, Stream: "audit:test", Client: client})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = trail.Close() })
-	r := &audit.Releaser{Provider: p, Sink: trail, LocksPerRecord: 2}
+	r := &audit.Releaser{Inspector: operator.New(client, nil), Sink: trail, LocksPerRecord: 2}
 
-	assert.Equal(t, audit.Released{Count: 5, Owner: "o"}, r.ReleaseOwner(ctx, "o", provider.TellHolderFirst))
+	assert.Equal(t, audit.Released{Count: 5, Owner: "o"}, r.ReleaseOwner(ctx, "o", operator.TellHolderFirst))
 
 	entries, err := client.XRange(ctx, "audit:test", "-", "+").Result()
 	require.NoError(t, err)
@@ -195,7 +196,7 @@ func TestReleaseOwnerWritesALargeReleaseInParts(t *testing.T) {
 
 	// Exactly LocksPerRecord locks are one record, not a full part and an empty one.
 	require.NoError(t, p.Acquire(ctx, []string{"x", "y"}, provider.AcquireOptions{Owner: "o2"}))
-	assert.Equal(t, audit.Released{Count: 2, Owner: "o2"}, r.ReleaseOwner(ctx, "o2", provider.TellHolderFirst))
+	assert.Equal(t, audit.Released{Count: 2, Owner: "o2"}, r.ReleaseOwner(ctx, "o2", operator.TellHolderFirst))
 	recs := readLines(t, path)
 	require.Len(t, recs, 4)
 	assert.Zero(t, recs[3].Part)

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/bridge"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -27,10 +28,10 @@ func (h *harness) dialAs(token, hello string) *client {
 // Locktui-Client header) gives it; without one, its address. A lease carries its token.
 func TestHolderRecordsNameTheBridgeClient(t *testing.T) {
 	h := start(t)
-	p := provider.New(h.rdb, &provider.Options{Namespace: namespace})
+	ops := operator.New(h.rdb, &operator.Options{Namespace: namespace})
 	c := h.dialAs(testToken, "host=web%201&pid=4242&program=medusa-worker")
 	grant := c.ok(req{"id": 1, "op": "lease", "keys": []string{"k"}})
-	lock, ok, err := p.Get(t.Context(), "k")
+	lock, ok, err := ops.Get(t.Context(), "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, provider.Holder{Host: "web 1", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge}, lock.Record.Holder)
@@ -39,7 +40,7 @@ func TestHolderRecordsNameTheBridgeClient(t *testing.T) {
 
 	anon := h.dial(testToken)
 	anon.ok(req{"id": 1, "op": "acquire", "keys": []string{"plain"}, "owner": "o"})
-	lock, _, err = p.Get(t.Context(), "plain")
+	lock, _, err = ops.Get(t.Context(), "plain")
 	require.NoError(t, err)
 	require.Equal(t, provider.Holder{Host: "127.0.0.1", Client: provider.ClientBridge}, lock.Record.Holder)
 }

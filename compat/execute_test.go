@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/stocknode"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -197,9 +198,10 @@ func TestExecuteCompat(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, held.Started(ctx))
 
-		locks, err := goP.List(ctx)
+		ops := operator.New(e.rdb, &operator.Options{Namespace: e.ns}) // the console's reads and force-releases
+		locks, err := ops.List(ctx)
 		require.NoError(t, err)
-		byKey := map[string]provider.Lock{}
+		byKey := map[string]operator.Lock{}
 		for _, l := range locks {
 			byKey[l.Key] = l
 		}
@@ -209,27 +211,27 @@ func TestExecuteCompat(t *testing.T) {
 		require.True(t, inv1.TTL > 0 && inv1.TTL <= 30*time.Second, "TTL %s", inv1.TTL)
 		require.Regexp(t, executeOwner, inv2.Owner)
 		require.True(t, inv2.TTL > 0 && inv2.TTL <= 6*time.Second, "TTL %s", inv2.TTL)
-		require.Equal(t, provider.Lock{Key: "inv:3", RedisKey: e.ns + "inv:3", Owner: "*", TTL: provider.NoExpiry}, inv3,
+		require.Equal(t, operator.Lock{Key: "inv:3", RedisKey: e.ns + "inv:3", Owner: "*", TTL: provider.NoExpiry}, inv3,
 			"a stock lock without expire never expires")
-		owner, how, err := goP.ForceReleaseAny(ctx, "inv:3", provider.TellHolderFirst)
+		owner, how, err := ops.ForceReleaseAny(ctx, "inv:3", operator.TellHolderFirst)
 		require.NoError(t, err)
-		require.Equal(t, provider.Freed, how, "a stock lock cannot be told: freed at once")
+		require.Equal(t, operator.Freed, how, "a stock lock cannot be told: freed at once")
 		require.Equal(t, "*", owner)
 
-		how, err = goP.ForceReleaseOwner(ctx, "inv:1", "someone-else", provider.TellHolderFirst)
+		how, err = ops.ForceReleaseOwner(ctx, "inv:1", "someone-else", operator.TellHolderFirst)
 		require.NoError(t, err)
-		require.Equal(t, provider.NotReleased, how, "compare-and-delete with the wrong owner")
-		how, err = goP.ForceReleaseOwner(ctx, "inv:1", "stock-owner", provider.TellHolderFirst)
+		require.Equal(t, operator.NotReleased, how, "compare-and-delete with the wrong owner")
+		how, err = ops.ForceReleaseOwner(ctx, "inv:1", "stock-owner", operator.TellHolderFirst)
 		require.NoError(t, err)
-		require.Equal(t, provider.Freed, how)
+		require.Equal(t, operator.Freed, how)
 		ok, err := stock.Release(ctx, []string{"inv:1"}, "stock-owner")
 		require.NoError(t, err)
 		require.False(t, ok, "stock sees its lock gone")
 
 		// Force-releasing the running stock execute's key makes stock lose its lease.
-		how, err = goP.ForceReleaseOwner(ctx, "inv:2", inv2.Owner, provider.TellHolderFirst)
+		how, err = ops.ForceReleaseOwner(ctx, "inv:2", inv2.Owner, operator.TellHolderFirst)
 		require.NoError(t, err)
-		require.Equal(t, provider.Freed, how)
+		require.Equal(t, operator.Freed, how)
 		reason, err := held.Aborted(ctx)
 		require.NoError(t, err)
 		require.Equal(t, stocknode.Error{Type: "conflict", Message: lostLock("inv:2"), Name: "Error", Medusa: true}, *reason)

@@ -39,7 +39,7 @@ func TestClusterOfThreeKeepsSideKeysInTheLocksSlot(t *testing.T) {
 		require.Equal(t, slot(rk), slot(tickets), "tickets of %s", key)
 	}
 
-	locks, err := p.List(c)
+	locks, err := opsOf(p).List(c)
 	require.NoError(t, err)
 	require.Len(t, locks, len(keys))
 	for _, l := range locks {

@@ -74,7 +74,7 @@ func TestClusterWalksEveryMaster(t *testing.T) {
 		require.Positive(t, node.DBSize(c).Val(), "the keys are spread over both masters")
 	}
 
-	locks, err := p.List(c)
+	locks, err := opsOf(p).List(c)
 	require.NoError(t, err)
 	require.Len(t, locks, 60)
 
@@ -84,7 +84,7 @@ func TestClusterWalksEveryMaster(t *testing.T) {
 
 	err = p.Execute(c, keys[:5], func(context.Context) error { return nil }, provider.ExecuteOptions{})
 	require.NoError(t, err)
-	locks, err = p.List(c)
+	locks, err = opsOf(p).List(c)
 	require.NoError(t, err)
 	require.Empty(t, locks)
 }

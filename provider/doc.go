@@ -4,8 +4,13 @@
 //
 // Wire format (identical to stock): the Redis key is Namespace+key (default "medusa_lock:"), the
 // value is the owner id as a plain string (default owner "*", Execute owners
-// "execute:<uuid v4>"), and TTLs are whole seconds set with SET … EX. The Lua scripts in
-// scripts/ carry the logic of stock's acquireLock, extendLock and releaseLock.
+// "execute:<uuid v4>"), and TTLs are whole seconds set with SET … EX. The Lua scripts
+// (internal/lockwire/scripts/) carry the logic of stock's acquireLock, extendLock and
+// releaseLock.
+//
+// This package is what a service that holds locks needs. Reading every lock of a namespace with
+// its holder, and force-releasing locks for an operator, is package operator's (the console and
+// the CLI use it).
 //
 // Fixed stock defects, without touching the wire format:
 //   - a failed multi-key acquisition gives back the keys it took; keys the owner already held
@@ -33,17 +38,18 @@
 //
 // Holder records: beside every lock it takes, the provider keeps one small string outside the
 // namespace, in the lock's Cluster slot ("locktui:{<redis key>}:hold"), written by the same
-// script, expiring and deleted with the lock (docs/data-model.md has every key and its life): the owner, the claim (the id of the acquisition
-// call, AcquireOptions.Claim), the expiry that call left and, for a re-entry, what the lock was
-// before; and who holds it (Options.Holder: host, pid, program, client kind), since when in
-// Redis time, under which fencing token (Record, Lock.Record). A give-back undoes a call only
-// where the record still names it, and Settle tells a caller that lost a reply whether its
-// acquisition holds the keys; HolderRecord reads one (locktui get shows it), and says whether it
-// still describes the lock. Stock processes and stock's releaseAll never see the records (a lock
-// that a stock process deletes leaves its record behind until the expiry it had, or until the
-// key is next taken here when it had none; Lock.Record ignores a record of another owner, or
-// whose own expiry is not the lock's, as when a stock process took the key again under the same
-// owner: see docs/fencing.md, "an owner id shared with stock processes").
+// script, expiring and deleted with the lock (docs/data-model.md has every key and its life):
+// the owner, the claim (the id of the acquisition call, AcquireOptions.Claim), the expiry that
+// call left and, for a re-entry, what the lock was before; and who holds it (Options.Holder:
+// host, pid, program, client kind), since when in Redis time, under which fencing token. A
+// give-back undoes a call only where the record still names it, and Settle tells a caller that
+// lost a reply whether its acquisition holds the keys. Package operator reads the records
+// (operator.Lock.Record, operator.Inspector.HolderRecord: locktui get shows them). Stock
+// processes and stock's releaseAll never see the records (a lock that a stock process deletes
+// leaves its record behind until the expiry it had, or until the key is next taken here when it
+// had none; a read ignores a record of another owner, or whose own expiry is not the lock's, as
+// when a stock process took the key again under the same owner: see docs/fencing.md, "an owner
+// id shared with stock processes").
 //
 // Fencing tokens: every acquisition that takes a free key gets a token greater than every
 // earlier one on that key while the server's clock does not step back (fence.go,
@@ -58,11 +64,11 @@
 // Wake-ups (docs/waiting.md): a call waiting for a held key (Acquire with AwaitQueue,
 // AcquireLease, Execute) polls with jittered exponential backoff, as stock does, and retries at
 // once when the key is freed by anyone: the scripts that free a lock (release, give-back,
-// ReleaseAll's unlink, force-release) PUBLISH it on FreeChannel(namespace) from the same script
-// while a waiting call of ours has marked the key (each of its attempts that finds the key held
-// does, "locktui:{<redis key>}:waiting"; a release nobody waits for publishes nothing), and, on
-// a server with keyspace notifications (notify-keyspace-events with K, g and x), stock
-// Medusa's deletes and every expiry are heard too. A Provider listens on one pub/sub
+// ReleaseAll's unlink, an operator's force-release) PUBLISH it on FreeChannel(namespace) from
+// the same script while a waiting call of ours has marked the key (each of its attempts that
+// finds the key held does, "locktui:{<redis key>}:waiting"; a release nobody waits for publishes
+// nothing), and, on a server with keyspace notifications (notify-keyspace-events with K, g and
+// x), stock Medusa's deletes and every expiry are heard too. A Provider listens on one pub/sub
 // connection, opened while any of its calls waits and closed when none does, and wakes one of
 // its waiters per freed key. Until Redis confirmed that subscription, while it is down, and for
 // any message lost, waiting is stock's backoff, unchanged. On a Cluster the PUBLISH reaches

@@ -25,7 +25,7 @@ var (
 	// whether it did is unknown, and the provider could not find out: a release or releaseAll
 	// may have deleted locks (it is never sent again, see docs/safety.md), an acquisition that
 	// could not be given back may still hold keys. The error names the keys; check them with
-	// Get before acting on them.
+	// operator.Inspector.Get before acting on them.
 	ErrOutcomeUnknown = errors.New("provider: outcome unknown")
 )
 

@@ -78,16 +78,6 @@ func TestRedisGoneGivesAClearError(t *testing.T) {
 			_, err := e.p.ReleaseAll(c, "")
 			return err
 		},
-		"list": func() error { _, err := e.p.List(c); return err },
-		"get":  func() error { _, _, err := e.p.Get(c, "k"); return err },
-		"force release": func() error {
-			_, err := didRelease(e.p.ForceReleaseOwner(c, "k", "o", provider.TellHolderFirst))
-			return err
-		},
-		"force any": func() error {
-			_, _, err := didReleaseAny(e.p.ForceReleaseAny(c, "k", provider.TellHolderFirst))
-			return err
-		},
 	}
 	for name, call := range checks {
 		err := call()

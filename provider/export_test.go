@@ -1,6 +1,10 @@
 package provider
 
-import "time"
+import (
+	"time"
+
+	"github.com/locktui/locktui/internal/lockwire"
+)
 
 // PendingWakeups returns how many wake-up registrations p holds: zero whenever no call of p is
 // waiting for a key. For tests only.
@@ -33,15 +37,15 @@ func Listening(p *Provider) bool {
 }
 
 // ScriptSHAs maps the file base name of each script to the SHA1 that EVALSHA sends for it.
-var ScriptSHAs = map[string]string{"acquire": acquireScript.sha, "extend": extendScript.sha,
-	"release": releaseScript.sha, "giveback": givebackScript.sha, "claimed": claimedScript.sha,
-	"revoke": revokeScript.sha}
+var ScriptSHAs = map[string]string{"acquire": acquireScript.SHA(), "extend": extendScript.SHA(),
+	"release": releaseScript.SHA(), "giveback": givebackScript.SHA(), "claimed": claimedScript.SHA(),
+	"revoke": revokeScript.SHA()}
 
 // RecordKey is the key of the holder record of lock key rk. For tests only.
 var RecordKey = recordKey
 
 // ShareKey is the key of the share record of lock key rk (share.go). For tests only.
-var ShareKey = shareKey
+var ShareKey = lockwire.ShareKey
 
 // QueuedCalls returns how many calls of p wait for a pipeline slot (see batcher). For tests
 // only.
@@ -53,10 +57,10 @@ func QueuedCalls(p *Provider) int {
 
 // QueueKeys are the keys of the wait queue of lock key rk and of its tickets (queue.go). For
 // tests only.
-var QueueKeys = queueKeys
+var QueueKeys = lockwire.QueueKeys
 
-// WaitersKey is the key of the contention marker of lock key rk (scripts.go). For tests only.
-var WaitersKey = waitersKey
+// WaitersKey is the key of the contention marker of lock key rk (lockwire). For tests only.
+var WaitersKey = lockwire.WaitersKey
 
 // NoteServerChange makes p count one more server change, as a probe that found a new run_id
 // does (without ending any lease). For tests only.

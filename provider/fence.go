@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/locktui/locktui/internal/lockwire"
 )
 
 // Fencing tokens (see docs/fencing.md). Every acquisition that takes a free lock gets a new token
@@ -85,76 +86,25 @@ func thisProcess() Holder {
 }
 
 // arg is h as acquire.lua's ARGV[7] takes it: host, pid, program and client kind joined by NUL
-// bytes, in the order of recordFields; a NUL inside a field is written as U+FFFD, so that the
-// record's fields stay apart.
+// bytes, in the order of the holder record's fields (internal/lockwire/record.go); a NUL inside
+// a field is written as U+FFFD, so that the record's fields stay apart.
 func (h Holder) arg() string {
 	clean := func(s string) string { return strings.ReplaceAll(s, "\x00", "\uFFFD") }
 	return strings.Join([]string{clean(h.Host), strconv.Itoa(h.PID), clean(h.Program), clean(h.Client)}, "\x00")
 }
 
-// Record is the holder record of a lock taken by one of this project's clients: who holds it,
-// since when and under which fencing token. Locks taken by stock Medusa have none.
-type Record struct {
-	Holder
-	// Claim is the acquisition call that last took or re-entered the lock.
-	Claim string
-	// AcquiredAt is when the hold began, in the Redis server's time (a re-entry keeps it).
-	AcquiredAt time.Time
-	// FencingToken is the hold's token (see docs/fencing.md).
-	FencingToken int64
-	// Lease is the TTL of the lease that holds the lock, renewed and told of a force-release;
-	// zero for a plain acquisition.
-	Lease time.Duration
-	// RevokedAt is when an operator's force-release told the holder to end its lease (Redis
-	// server time); zero when it was not revoked.
-	RevokedAt time.Time
-}
-
 // String names the process: "medusa-worker (pid 4242 on web-1, bridge client)", with "?" for
-// what is not known (a bridge client that did not say); program, host and client kind through
-// Printable, since a record's fields are whatever was written to Redis.
+// what is not known (a bridge client that did not say); program, host and client kind quoted as
+// operator.Printable quotes them, since a record's fields are whatever was written to Redis.
 func (h Holder) String() string {
-	program, pid := Printable(h.Program), "pid ?"
+	program, pid := lockwire.Printable(h.Program), "pid ?"
 	if h.Program == "" {
 		program = "?"
 	}
 	if h.PID > 0 {
 		pid = "pid " + strconv.Itoa(h.PID)
 	}
-	return fmt.Sprintf("%s (%s on %s, %s client)", program, pid, Printable(h.Host), Printable(h.Client))
-}
-
-// NoHolderRecord is what this project's tools say of a lock that has no holder record: stock
-// Medusa writes none, nor did this project's clients before they kept one. The console, the
-// CLI's get and the audit trail of a force-release use it.
-const NoHolderRecord = "no holder record (stock Medusa or an older client)"
-
-// String names the holder in a line: "medusa-worker (pid 4242 on web-1, bridge client), held
-// since 2026-12-02T03:04:05.123Z, fencing token 1796180000000001".
-func (r *Record) String() string {
-	return fmt.Sprintf("%s, held since %s, fencing token %d", r.Holder, r.AcquiredAt.UTC().Format(time.RFC3339Nano), r.FencingToken)
-}
-
-// parseRecord reads a holder record's fields (recordFieldsOf), for a lock held by owner: nil when
-// there is none, or when it is another owner's (a stale record left by a stock release).
-func parseRecord(fields map[string]string, owner string) *Record {
-	if len(fields) == 0 || fields["owner"] != owner {
-		return nil
-	}
-	r := &Record{Claim: fields["claim"]}
-	r.Host, r.Program, r.Client = fields["host"], fields["prog"], fields["kind"]
-	r.PID, _ = strconv.Atoi(fields["pid"])
-	if ms, err := strconv.ParseInt(fields["since"], 10, 64); err == nil {
-		r.AcquiredAt = time.UnixMilli(ms)
-	}
-	r.FencingToken, _ = strconv.ParseInt(fields["fence"], 10, 64)
-	if s, err := strconv.ParseInt(fields["lease"], 10, 64); err == nil {
-		r.Lease = time.Duration(s) * time.Second
-	}
-	if ms, err := strconv.ParseInt(fields["revoked"], 10, 64); err == nil {
-		r.RevokedAt = time.UnixMilli(ms)
-	}
-	return r
+	return fmt.Sprintf("%s (%s on %s, %s client)", program, pid, lockwire.Printable(h.Host), lockwire.Printable(h.Client))
 }
 
 // FencingTokenOf is the one token that stands for a grant of several keys, each with its own

@@ -58,7 +58,7 @@ func TestHolderRecord(t *testing.T) {
 	start := time.Now()
 	l, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 10 * time.Second})
 	require.NoError(t, err)
-	lock, ok, err := e.p.Get(c, "k")
+	lock, ok, err := e.ops.Get(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NotNil(t, lock.Record)
@@ -77,7 +77,7 @@ func TestHolderRecord(t *testing.T) {
 
 	// A lock taken by stock (a plain SET) has none.
 	e.set("k", "stock", time.Minute)
-	lock, _, err = e.p.Get(c, "k")
+	lock, _, err = e.ops.Get(c, "k")
 	require.NoError(t, err)
 	require.Nil(t, lock.Record)
 }
@@ -90,7 +90,7 @@ func TestHolderDefaultsAndOverride(t *testing.T) {
 	require.NoError(t, e.p.Acquire(c, []string{"a"}, provider.AcquireOptions{Owner: "o"}))
 	require.NoError(t, e.p.Acquire(c, []string{"b"}, provider.AcquireOptions{Owner: "o",
 		Holder: provider.Holder{Host: "web-1", PID: 42, Program: "medusa", Client: provider.ClientBridge}}))
-	locks, _, err := e.p.Read(c, []string{"a", "b"})
+	locks, _, err := e.ops.Read(c, []string{"a", "b"})
 	require.NoError(t, err)
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -110,7 +110,7 @@ func TestExecuteJobReadsItsFencingToken(t *testing.T) {
 	require.NoError(t, e.p.Execute(c, []string{"x", "y"}, func(ctx context.Context) error {
 		got, ok = provider.FencingToken(ctx)
 		all = provider.FencingTokens(ctx)
-		lock, _, err := e.p.Get(ctx, "x")
+		lock, _, err := e.ops.Get(ctx, "x")
 		require.NoError(t, err)
 		require.Equal(t, lock.Record.FencingToken, got)
 		return nil
@@ -131,7 +131,7 @@ func TestAReentryAfterAStockRetakeIsANewHold(t *testing.T) {
 			e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
 			c := ctx(t)
 			old := e.token(e.p, "k", owner)
-			oldRec, _, err := e.p.HolderRecord(c, "k")
+			oldRec, _, err := e.ops.HolderRecord(c, "k")
 			require.NoError(t, err)
 			time.Sleep(5 * time.Millisecond) // so that a new hold's since differs
 			require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
@@ -150,7 +150,7 @@ func TestAReentryAfterAStockRetakeIsANewHold(t *testing.T) {
 
 			tok := e.token(e.p, "k", owner)
 			require.Greater(t, tok, old, "a new hold gets a new token")
-			l, ok, err := e.p.Get(c, "k")
+			l, ok, err := e.ops.Get(c, "k")
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.NotNil(t, l.Record, "the re-entry wrote a fresh record")
@@ -185,4 +185,13 @@ func TestAFailedReentryAfterAStockRenewalKeepsOurRecord(t *testing.T) {
 	e.requireOwner("k", owner)
 	require.Equal(t, fields, e.rdb.Get(c, rk).Val(), "the record is put back as it was")
 	require.Equal(t, recAt, e.rdb.PExpireTime(c, rk).Val(), "with its own expiry")
+}
+
+// A holder record's fields are whatever was written to Redis: the process they name reaches the
+// operator's terminal (console, dialog, audit) with every field escaped.
+func TestHolderStringEscapesEveryField(t *testing.T) {
+	h := provider.Holder{Host: "web\x1b[2J", PID: 7, Program: "svc\n", Client: "go\x1b]52;c;x\a"}
+	require.Equal(t, `"svc\n" (pid 7 on "web\x1b[2J", "go\x1b]52;c;x\a" client)`, h.String())
+	require.Equal(t, "medusa-worker (pid 4242 on web-1, bridge client)",
+		provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge}.String())
 }

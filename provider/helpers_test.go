@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -31,11 +32,14 @@ const wait = 10 * time.Second
 const poll = 5 * time.Millisecond
 
 // env is one test's view of a Redis: a provider in a fresh namespace, the client the provider
-// uses (hooks go there) and a separate raw client for assertions on the stored keys.
+// uses (hooks go there), a separate raw client for assertions on the stored keys, and an
+// operator's Inspector on the raw client (to read what the provider wrote, and to force-release
+// as an operator's tool in another process does).
 type env struct {
 	t   *testing.T
 	srv *redistest.Server
 	p   *provider.Provider
+	ops *operator.Inspector
 	pc  *redis.Client // the provider's client
 	rdb *redis.Client // raw client, never hooked
 	ns  string
@@ -70,8 +74,9 @@ func newEnvOn(t *testing.T, srv *redistest.Server, opts *provider.Options) *env 
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	pc := srv.Client(t)
-	return &env{t: t, srv: srv, p: newProvider(t, pc, &o), pc: pc, rdb: srv.Client(t), ns: o.Namespace}
+	pc, rdb := srv.Client(t), srv.Client(t)
+	return &env{t: t, srv: srv, p: newProvider(t, pc, &o), ops: operator.New(rdb, &operator.Options{Namespace: o.Namespace}),
+		pc: pc, rdb: rdb, ns: o.Namespace}
 }
 
 // noLeaks checks, when the test ends (after its other cleanups), that no goroutine it started is
@@ -426,11 +431,37 @@ func notAcquiredMsg(key string) string { return `Failed to acquire lock for key 
 const timedOutMsg = "Timed-out acquiring lock."
 
 // didRelease is a force-release's outcome as "did it do anything" (Revocation.Done).
-func didRelease(r provider.Revocation, err error) (bool, error) { return r.Done(), err }
+func didRelease(r operator.Revocation, err error) (bool, error) { return r.Done(), err }
 
 // didReleaseAny is didRelease for ForceReleaseAny.
-func didReleaseAny(owner string, r provider.Revocation, err error) (string, bool, error) {
+func didReleaseAny(owner string, r operator.Revocation, err error) (string, bool, error) {
 	return owner, r.Done(), err
+}
+
+// seen reads lock k as the console shows it: the hold an operator decides to force-release.
+func (e *env) seen(k string) operator.Lock {
+	e.t.Helper()
+	l, ok, err := e.ops.Get(ctx(e.t), k)
+	require.NoError(e.t, err)
+	require.True(e.t, ok, "%q is held", k)
+	return l
+}
+
+// stockTake takes lock key k for owner as stock Medusa does: SET key owner NX [EX secs] (0: no
+// expiry). Stock writes no holder record and touches none.
+func (e *env) stockTake(k, owner string, secs int) {
+	e.t.Helper()
+	args := []any{"SET", e.key(k), owner, "NX"}
+	if secs > 0 {
+		args = append(args, "EX", secs)
+	}
+	require.NoError(e.t, e.rdb.Do(context.Background(), args...).Err(), "stock's SET NX of %q", k)
+}
+
+// requireNoRecord asserts that an operator reads lock key k without a holder record.
+func (e *env) requireNoRecord(k string) {
+	e.t.Helper()
+	require.Nil(e.t, e.seen(k).Record, "no holder record for %q", k)
 }
 
 // newProvider is provider.New, closed when the test ends (its wake-up listener lingers after
@@ -439,4 +470,9 @@ func newProvider(t testing.TB, c redis.UniversalClient, opts *provider.Options) 
 	p := provider.New(c, opts)
 	t.Cleanup(p.Close)
 	return p
+}
+
+// opsOf is an operator's Inspector on p's client and namespace: what a console watching p sees.
+func opsOf(p *provider.Provider) *operator.Inspector {
+	return operator.New(p.Client(), &operator.Options{Namespace: p.Namespace()})
 }

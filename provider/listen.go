@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/lockwire"
 	"github.com/locktui/locktui/internal/pubsub"
 	"github.com/locktui/locktui/internal/sleep"
 )
@@ -129,7 +130,7 @@ func (l *listener) stop(closing bool) {
 func (l *listener) spec() pubsub.Spec {
 	spec := pubsub.Spec{Channels: []string{l.p.channel}}
 	if db, ok := keyspaceDB(l.p.client); ok {
-		spec.Patterns = []string{keyspacePrefix(db) + LiteralPattern(l.p.opts.Namespace) + "*"}
+		spec.Patterns = []string{keyspacePrefix(db) + lockwire.LiteralPattern(l.p.opts.Namespace) + "*"}
 	}
 	return spec
 }

@@ -85,7 +85,7 @@ type Options struct {
 	Observer Observer
 	// Logger receives warnings (failed renewals, failed clean-ups). Default slog.Default().
 	Logger *slog.Logger
-	// Holder names this process in the holder record of every lock it takes (see Record):
+	// Holder names this process in the holder record of every lock it takes (docs/data-model.md):
 	// default this host's name, this process's id, the executable's file name as Program (set
 	// a service name here) and ClientGo. Empty fields take their default.
 	Holder Holder

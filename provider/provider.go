@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/internal/lockwire"
 )
 
 // Provider takes, renews and releases locks in one Redis namespace. It is safe for concurrent
@@ -34,6 +36,8 @@ type Provider struct {
 	epochs epochs
 	// batch merges the script pipelines of concurrent calls.
 	batch batcher
+	// run runs the scripts, through batch.
+	run lockwire.Runner
 }
 
 // New returns a Provider on client (standalone, Sentinel or Cluster). opts may be nil.
@@ -41,6 +45,10 @@ type Provider struct {
 func New(client redis.UniversalClient, opts *Options) *Provider {
 	p := &Provider{client: client, opts: opts.withDefaults()}
 	p.channel = FreeChannel(p.opts.Namespace)
+	p.run = lockwire.Runner{Namespace: p.opts.Namespace, Channel: p.channel,
+		Send: func(ctx context.Context, cmds []redis.Cmder, once bool) error {
+			return p.batch.exec(ctx, p.client, cmds, once)
+		}}
 	p.epochs.p = p
 	p.listen.p = p
 	return p
@@ -126,7 +134,7 @@ func normalizeKeys(keys []string) []string {
 // announce is false) and then wakes this Provider's waiters on the key that do not queue (the
 // script itself announced the free key on FreeChannel to everyone), in that order, so
 // observers never see a waiter's acquisition before the release that let it in.
-func (p *Provider) deleteBatch(ctx context.Context, s *script, keys []string, r resend, owner string, extra []any,
+func (p *Provider) deleteBatch(ctx context.Context, s *lockwire.Script, keys []string, r resend, owner string, extra []any,
 	held time.Duration, announce bool) (results []int64, errs []error, err error) {
 	p.wakeups.hold(keys)
 	freed := make([]bool, len(keys))

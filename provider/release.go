@@ -2,8 +2,12 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/internal/lockwire"
 )
 
 // unknownIfRan marks a transport error after which a delete may have run as ErrOutcomeUnknown.
@@ -47,67 +51,55 @@ func (p *Provider) Release(ctx context.Context, keys []string, owner string) (bo
 }
 
 // ReleaseAll deletes every lock in the namespace whose owner is owner ("" means "*", so named and
-// execute locks survive, as in stock) and returns how many it deleted (see ReleaseAllWith; it
-// walks as fast as Redis answers).
+// execute locks survive, as in stock) and returns how many it deleted. It walks the namespace
+// with SCAN on every master of a Cluster, reads the owner of each key found, and deletes the
+// keys read as owner's with one atomic compare-and-unlink per key, pipelined per batch, so a key
+// that changed owner since it was read is never deleted. A live lease among them is freed at
+// once, and its holder hears of it (an operator's ReleaseAllWith tells such holders first
+// instead). It returns how many keys it deleted, also when the walk ends early with an error. A
+// key whose delete Redis refused (a reply error such as READONLY) does not stop the walk; the
+// first such error is returned at its end, with its key.
 func (p *Provider) ReleaseAll(ctx context.Context, owner string) (int, error) {
-	return p.ReleaseAllWith(ctx, owner, ScanOptions{}, FreeNow, nil)
-}
-
-// ReleaseAllWith is ReleaseAll paced by opts. It walks the namespace as ScanWith does (SCAN on
-// every master of a Cluster, and a read of each key found) and deletes the keys read as owner's
-// with one atomic compare-and-unlink per key, pipelined per batch, so a key that changed owner
-// since it was read is never deleted. opts.Pace is called before each round trip, the deletes
-// of a batch counted as one read per key. released, if not nil, is called with each lock deleted
-// (or whose holder was told) as it was read just before (its Record names the holder cut off),
-// never concurrently. It returns how many keys it deleted or told, also when the walk ends early
-// with an error (from Redis, ctx or opts.Pace). A key whose delete Redis refused (a reply error such as
-// READONLY) does not stop the walk; the first such error is returned at its end, with its key.
-//
-// mode is TellHolderFirst for an operator's release of an owner's locks (the console's D,
-// release-all): the live leases among them are told first (HolderTold, see ForceReleaseHold),
-// counted with the keys freed; ReleaseAll, stock's API, frees every one at once (FreeNow), and
-// their holders hear of it.
-func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOptions, mode ReleaseMode,
-	released func(Lock, Revocation)) (int, error) {
 	owner = ownerOrDefault(owner)
 	n := 0
 	var refused error // the first key whose delete Redis refused
-	err := p.ScanWith(ctx, opts, func(batch []Lock) error {
-		var keys []string
-		var mine []Lock
-		for _, l := range batch {
-			if !l.Foreign && l.Owner == owner {
-				keys = append(keys, l.Key)
-				mine = append(mine, l)
+	err := lockwire.Walk(ctx, p.client, p.opts.Namespace, 1, nil,
+		func(ctx context.Context, pipe redis.Pipeliner, keys []string) func() error {
+			gets := make([]*redis.StringCmd, len(keys))
+			for i, key := range keys {
+				gets[i] = pipe.Get(ctx, p.RedisKey(key))
 			}
-		}
-		if len(keys) == 0 {
-			return nil
-		}
-		if opts.Pace != nil {
-			if err := opts.Pace(ctx, 0, len(keys)); err != nil {
-				return err
-			}
-		}
-		res, errs, err := p.deleteBatch(ctx, revokeScript, keys, sendOnce, owner, []any{anyHold, mode.arg()}, 0, true)
-		if err != nil {
-			return unknownIfRan(err)
-		}
-		for i, key := range keys {
-			switch {
-			case errs[i] != nil:
-				if refused == nil {
-					refused = fmt.Errorf("release %q: %w", key, errs[i])
+			return func() error {
+				var mine []string
+				for i, key := range keys {
+					switch held, err := gets[i].Result(); {
+					case err == nil && held == owner:
+						mine = append(mine, key)
+					case err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "WRONGTYPE"):
+						return fmt.Errorf("read %q: %w", key, err)
+					}
 				}
-			case revocation(res[i]).Done():
-				n++
-				if released != nil {
-					released(mine[i], revocation(res[i]))
+				if len(mine) == 0 {
+					return nil
 				}
+				res, errs, err := p.deleteBatch(ctx, revokeScript, mine, sendOnce, owner,
+					[]any{lockwire.AnyHold, lockwire.RevokeNow}, 0, true)
+				if err != nil {
+					return unknownIfRan(err)
+				}
+				for i, key := range mine {
+					switch {
+					case errs[i] != nil:
+						if refused == nil {
+							refused = fmt.Errorf("release %q: %w", key, errs[i])
+						}
+					case res[i] == 1:
+						n++
+					}
+				}
+				return nil
 			}
-		}
-		return nil
-	})
+		})
 	if err == nil {
 		err = refused
 	}
@@ -115,24 +107,4 @@ func (p *Provider) ReleaseAllWith(ctx context.Context, owner string, opts ScanOp
 		return n, fmt.Errorf("release all locks of %q: %w", owner, err)
 	}
 	return n, nil
-}
-
-// anyHold is revoke.lua's pin for "whichever hold the owner has": releaseAll deletes by owner,
-// as stock does.
-const anyHold = ""
-
-// LiteralPattern escapes s so that it matches itself literally in a Redis glob pattern (SCAN
-// MATCH, PSUBSCRIBE): LiteralPattern(ns)+"*" matches exactly the keys of namespace ns. Stock
-// Medusa passes the namespace unescaped, so "*", "?" and "[" in it widen the match to other
-// namespaces.
-func LiteralPattern(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

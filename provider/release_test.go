@@ -2,7 +2,6 @@ package provider_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -119,7 +118,7 @@ func TestReleaseAllEscapesGlobCharactersOfTheNamespace(t *testing.T) {
 		require.Equal(t, "*", e.rdb.Get(c, k).Val(), "key %q of another namespace", k)
 	}
 
-	locks, err := e.p.List(c)
+	locks, err := e.ops.List(c)
 	require.NoError(t, err)
 	require.Empty(t, locks, "List does not see other namespaces either")
 }
@@ -196,34 +195,4 @@ func TestReleaseAllReportsAKeyRedisRefused(t *testing.T) {
 	require.NoError(t, e.rdb.Do(ctx(t), "ACL", "SETUSER", "default", "+unlink").Err())
 	e.requireOwner("a", "o")
 	e.requireOwner("b", "o")
-}
-
-// ReleaseAllWith asks opts.Pace before every round trip, for every command it sends: the
-// SCANs, the reads and the compare-and-unlinks. An error from Pace ends the walk there.
-func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
-	e := newEnv(t, nil)
-	c := ctx(t)
-	e.fill("mine:", "o", 250)
-	e.fill("theirs:", "x", 250)
-	counter := &redistest.Counter{}
-	e.pc.AddHook(counter)
-
-	var paced, calls int
-	n, err := e.p.ReleaseAllWith(c, "o", provider.ScanOptions{Pace: func(_ context.Context, scans, reads int) error {
-		paced += scans + reads
-		calls++
-		return nil
-	}}, provider.TellHolderFirst, nil)
-	require.NoError(t, err)
-	require.Equal(t, 250, n)
-	cmds, trips := counter.Reset()
-	require.Equal(t, cmds, paced, "every command sent was paced")
-	require.Equal(t, trips, calls, "Pace is asked once per round trip")
-
-	stop := errors.New("over budget")
-	e.set("mine:again", "o", 0)
-	n, err = e.p.ReleaseAllWith(c, "o", provider.ScanOptions{Pace: func(context.Context, int, int) error { return stop }}, provider.TellHolderFirst, nil)
-	require.ErrorIs(t, err, stop)
-	require.Zero(t, n)
-	e.requireOwner("mine:again", "o")
 }

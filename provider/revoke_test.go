@@ -1,9 +1,10 @@
 package provider_test
 
 // Force-release tells the holder first (docs/safety.md, "Force-release"), and holders hear what
-// happens to their keys (hear.go). Each test has a holder, a waiter and an operator, each with a
-// Provider of its own, as three processes would; times are taken on this process's monotonic
-// clock.
+// happens to their keys (hear.go). Each test has a holder and a waiter, each with a Provider of
+// its own, and an operator (an operator.Inspector: env.ops), as three processes would; times are
+// taken on this process's monotonic clock. The force-release's own outcomes are tested in
+// package operator.
 
 import (
 	"context"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -61,20 +63,20 @@ func TestForceReleaseTellsALiveLeaseFirst(t *testing.T) {
 		t.Cleanup(p.Close)
 		return p
 	}
-	holderP, waiterP, operatorP := e.p, other(), other()
+	holderP, waiterP := e.p, other()
 	c := ctx(t)
 	lease, err := holderP.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
 	obs := waiter(t, waiterP, "k", wait)
 	awaitHearing(t, holderP, lease)
 
-	seen, ok, err := operatorP.Get(c, "k")
+	seen, ok, err := e.ops.Get(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Empty(t, provider.CannotBeTold(seen), "a live lease can be told")
-	how, err := operatorP.ForceReleaseHold(c, seen, provider.TellHolderFirst)
+	require.Empty(t, operator.CannotBeTold(seen), "a live lease can be told")
+	how, err := e.ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
 	require.NoError(t, err)
-	require.Equal(t, provider.HolderTold, how)
+	require.Equal(t, operator.HolderTold, how)
 
 	toldAt := told(t, lease)
 	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
@@ -104,9 +106,9 @@ func TestAToldHolderThatNeverReleasesKeepsTheKeyUntilItsDeadline(t *testing.T) {
 	c := ctx(t)
 	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 2 * time.Second})
 	require.NoError(t, err)
-	how, err := e.p.ForceReleaseOwner(c, "k", lease.Owner(), provider.TellHolderFirst)
+	how, err := e.ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
 	require.NoError(t, err)
-	require.Equal(t, provider.HolderTold, how)
+	require.Equal(t, operator.HolderTold, how)
 	told(t, lease)
 	deadline := lease.Deadline()
 	g := <-waiter(t, waiterP, "k", wait)
@@ -123,45 +125,26 @@ func TestAHolderThatHearsNothingIsToldAtItsNextRenewal(t *testing.T) {
 	deaf.Close() // no listener: renewals alone tell it
 	lease, err := deaf.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: time.Second})
 	require.NoError(t, err)
-	how, err := e.p.ForceReleaseOwner(c, "k", lease.Owner(), provider.TellHolderFirst)
+	how, err := e.ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
 	require.NoError(t, err)
-	require.Equal(t, provider.HolderTold, how)
+	require.Equal(t, operator.HolderTold, how)
 	told(t, lease)
 	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
 	require.Contains(t, provider.LossReason(lease.Err()), "force-released")
 }
 
-// Holds that cannot be told are freed at once: a stock process's (no holder record), a plain
-// acquisition's (not a lease); FreeNow frees a live lease at once too, and its holder hears of
-// the delete at once (it renews, finds the key gone and ends the lease) instead of at its next
+// FreeNow frees a live lease at once (package operator tests the outcome), and its holder hears
+// of the delete at once (it renews, finds the key gone and ends the lease) instead of at its next
 // renewal.
-func TestHoldsThatCannotBeToldAreFreedAtOnce(t *testing.T) {
+func TestAFreedLeaseHearsItAtOnce(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.set("stock", "stock-owner", time.Minute)
-	seen := e.seen("stock")
-	require.Contains(t, provider.CannotBeTold(seen), "stock")
-	how, err := e.p.ForceReleaseHold(c, seen, provider.TellHolderFirst)
-	require.NoError(t, err)
-	require.Equal(t, provider.Freed, how)
-	e.requireFree("stock")
-
-	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
-	seen = e.seen("plain")
-	require.Contains(t, provider.CannotBeTold(seen), "not a lease")
-	how, err = e.p.ForceReleaseHold(c, seen, provider.TellHolderFirst)
-	require.NoError(t, err)
-	require.Equal(t, provider.Freed, how)
-	e.requireFree("plain")
-
-	operator := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
-	t.Cleanup(operator.Close)
 	lease, err := e.p.AcquireLease(c, []string{"lease"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
 	awaitHearing(t, e.p, lease)
-	how, err = operator.ForceReleaseOwner(c, "lease", lease.Owner(), provider.FreeNow)
+	how, err := e.ops.ForceReleaseOwner(c, "lease", lease.Owner(), operator.FreeNow)
 	require.NoError(t, err)
-	require.Equal(t, provider.Freed, how)
+	require.Equal(t, operator.Freed, how)
 	told(t, lease)
 	require.Contains(t, lease.Err().Error(), "reported the key freed", "heard, not found at a renewal 10 s later")
 }
@@ -213,12 +196,12 @@ func TestReleasingAnOwnersLocksTellsItsLeasesFirst(t *testing.T) {
 	lease, err := e.p.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
 	require.NoError(t, err)
 	awaitHearing(t, e.p, lease)
-	got := map[string]provider.Revocation{}
-	n, err := e.p.ReleaseAllWith(c, owner, provider.ScanOptions{}, provider.TellHolderFirst,
-		func(l provider.Lock, how provider.Revocation) { got[l.Key] = how })
+	got := map[string]operator.Revocation{}
+	n, err := e.ops.ReleaseAllWith(c, owner, operator.ScanOptions{}, operator.TellHolderFirst,
+		func(l operator.Lock, how operator.Revocation) { got[l.Key] = how })
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	require.Equal(t, map[string]provider.Revocation{"plain": provider.Freed, "leased": provider.HolderTold}, got)
+	require.Equal(t, map[string]operator.Revocation{"plain": operator.Freed, "leased": operator.HolderTold}, got)
 	e.requireFree("plain")
 	told(t, lease)
 	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
@@ -247,9 +230,9 @@ func TestARevokedHoldCannotBeJoined(t *testing.T) {
 	deaf.Close() // hears nothing: renewals alone tell it
 	lease, err := deaf.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Owner: "svc", Expire: time.Second})
 	require.NoError(t, err)
-	how, err := e.p.ForceReleaseOwner(c, "k", "svc", provider.TellHolderFirst)
+	how, err := e.ops.ForceReleaseOwner(c, "k", "svc", operator.TellHolderFirst)
 	require.NoError(t, err)
-	require.Equal(t, provider.HolderTold, how)
+	require.Equal(t, operator.HolderTold, how)
 	err = e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "svc", Expire: time.Second})
 	require.ErrorIs(t, err, provider.ErrNotAcquired, "the same owner does not re-enter a revoked hold")
 	require.False(t, e.seen("k").Record.RevokedAt.IsZero(), "the revocation stays")
@@ -276,10 +259,9 @@ func TestALeaseThatMissedRenewalsIsToldNotFreed(t *testing.T) {
 	// holder's deadline (at 2.7 s) is still ahead.
 	require.Eventually(t, func() bool { return e.rdb.PTTL(c, e.key("k")).Val() < 900*time.Millisecond }, wait, time.Millisecond)
 	require.NoError(t, lease.Err(), "the holder still believes")
-	operator := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns})
-	how, err := operator.ForceReleaseOwner(c, "k", lease.Owner(), provider.TellHolderFirst)
+	how, err := e.ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
 	require.NoError(t, err)
-	require.Equal(t, provider.HolderTold, how)
+	require.Equal(t, operator.HolderTold, how)
 	e.requireOwner("k", lease.Owner())
 }
 
@@ -337,9 +319,9 @@ func TestALeaseRevokedWhileItWaitsIsNotGranted(t *testing.T) {
 		out <- result{l, err}
 	}()
 	require.Eventually(t, func() bool { o, ok := e.owner("a"); return ok && o == "svc" }, wait, time.Millisecond)
-	how, err := other.ForceReleaseOwner(c, "a", "svc", provider.TellHolderFirst)
+	how, err := e.ops.ForceReleaseOwner(c, "a", "svc", operator.TellHolderFirst)
 	require.NoError(t, err)
-	require.Equal(t, provider.HolderTold, how)
+	require.Equal(t, operator.HolderTold, how)
 	_, err = other.Release(c, []string{"b"}, "x")
 	require.NoError(t, err)
 	r := <-out

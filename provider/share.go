@@ -1,9 +1,10 @@
 package provider
 
 import (
-	"fmt"
 	"sync"
 	"time"
+
+	"github.com/locktui/locktui/internal/lockwire"
 )
 
 // Stock's turns. Our clients hand a contended lock on within a round trip (a wake-up, then one
@@ -28,16 +29,12 @@ import (
 // missing record inside the scripts: HGET on a free key, EXISTS on a take, no round trip).
 // The window is what a stock poller needs to find the lock free: a stock worker under
 // contention polls every 0.5–1 s, so eight of them arrive within 150 ms in about four windows
-// out of five.
+// out of five. The values are internal/lockwire's, which hands them to the scripts too.
 const (
-	shareRun    = 250 * time.Millisecond
-	shareWindow = 150 * time.Millisecond
-	shareMemory = 5 * time.Second
+	shareRun    = lockwire.ShareRun
+	shareWindow = lockwire.ShareWindow
+	shareMemory = lockwire.ShareMemory
 )
-
-// shareConstants defines the constants above for the scripts, in front of lib.lua.
-var shareConstants = fmt.Sprintf("local SHARE_RUN, SHARE_WINDOW, SHARE_MEMORY = %d, %d, %d\n",
-	shareRun.Milliseconds(), shareWindow.Milliseconds(), shareMemory.Milliseconds())
 
 // isHeld tells whether an acquire.lua status leaves the key to someone else: held (also past
 // the holder's turn), or free but left to others for now.
@@ -79,10 +76,6 @@ func (f *fastPollers) drop(key string, q *queue) {
 		delete(f.by, key)
 	}
 }
-
-// shareKey is the key of the share record of lock key rk: outside every namespace and in rk's
-// Cluster slot, as recordKey.
-func shareKey(rk string) string { return sideKey(rk, "share") }
 
 // contentionKeys is the most keys a contention remembers.
 const contentionKeys = 4096

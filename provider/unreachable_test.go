@@ -157,7 +157,7 @@ func TestAWaitStartedWhileRedisIsDownRidesItOut(t *testing.T) {
 			require.NoError(t, err, "Redis came back within the timeout")
 			require.Positive(t, failed.n.Load(), "the wait started while Redis was down")
 
-			locks, err := p.List(ctx(t))
+			locks, err := opsOf(p).List(ctx(t))
 			require.NoError(t, err)
 			if call.kind == provider.ErrNotAcquired {
 				require.Len(t, locks, 2, "Acquire keeps its keys")

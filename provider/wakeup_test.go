@@ -91,23 +91,6 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 				require.True(t, ok)
 			}
 		}},
-		{"ForceReleaseOwner", func(t *testing.T, e *env) func() {
-			acquired(t, e)
-			return func() {
-				ok, err := didRelease(e.p.ForceReleaseOwner(ctx(t), "k", "holder", provider.TellHolderFirst))
-				require.NoError(t, err)
-				require.True(t, ok)
-			}
-		}},
-		{"ForceReleaseAny", func(t *testing.T, e *env) func() {
-			acquired(t, e)
-			return func() {
-				owner, ok, err := didReleaseAny(e.p.ForceReleaseAny(ctx(t), "k", provider.TellHolderFirst))
-				require.NoError(t, err)
-				require.True(t, ok)
-				require.Equal(t, "holder", owner)
-			}
-		}},
 		{"ReleaseAll", func(t *testing.T, e *env) func() {
 			acquired(t, e)
 			return func() {

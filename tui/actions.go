@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/locktui/locktui/audit"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/dialog"
@@ -19,17 +20,17 @@ import (
 // mutationTimeout bounds a release and its audit write.
 const mutationTimeout = 10 * time.Second
 
-// emptyOwnerBulk is why D refuses the empty owner: the provider (like stock Medusa's
+// emptyOwnerBulk is why D refuses the empty owner: ReleaseAllWith (like stock Medusa's
 // releaseAll) takes "" for "no owner given" and releases the anonymous "*" locks instead.
 const emptyOwnerBulk = `the empty owner "" cannot be released in bulk: release its keys one by one with d`
 
 // quote shows an owner as a quoted string, so an empty or blank owner, or one with control
 // characters, is visible as such (the dialog and the notices quote every owner; the tables
-// quote those provider.Printable does).
+// quote those operator.Printable does).
 func quote(owner string) string { return strconv.Quote(owner) }
 
-// printable is provider.Printable, for keys in notices.
-func printable(key string) string { return provider.Printable(key) }
+// printable is operator.Printable, for keys in notices.
+func printable(key string) string { return operator.Printable(key) }
 
 // askRelease opens the dialog for the force-release of the selected lock.
 func (m *model) askRelease() {
@@ -47,7 +48,7 @@ func (m *model) askRelease() {
 		return
 	}
 	lines := []string{
-		"key    " + provider.Printable(e.Key),
+		"key    " + operator.Printable(e.Key),
 		"owner  " + quote(e.Owner),
 		"holder " + store.NoRecordWhy,
 	}
@@ -58,11 +59,11 @@ func (m *model) askRelease() {
 			lines = append(lines, "token  "+strconv.FormatInt(e.Record.FencingToken, 10))
 		}
 	}
-	seen := provider.Lock{Key: e.Key, Owner: e.Owner, Record: e.Record, TTL: provider.NoExpiry}
+	seen := operator.Lock{Key: e.Key, Owner: e.Owner, Record: e.Record, TTL: provider.NoExpiry}
 	if !e.NoTTL {
 		seen.TTL = e.TTL(m.common.Now())
 	}
-	why := provider.CannotBeTold(seen)
+	why := operator.CannotBeTold(seen)
 	lines = append(lines, "", "Only if this same hold is still there (compare-and-delete).")
 	if why != "" {
 		lines = append(lines, "Freed at once: "+why+".", m.auditLine())
@@ -76,7 +77,7 @@ func (m *model) askRelease() {
 		"! frees it now: the holder may still be inside.",
 		m.auditLine())
 	m.dialog.OpenWithAlt("Force-release this lock?", lines, releaseReq{seen: seen},
-		dialog.Alt{Key: "!", Label: "free now", Payload: releaseReq{seen: seen, mode: provider.FreeNow}})
+		dialog.Alt{Key: "!", Label: "free now", Payload: releaseReq{seen: seen, mode: operator.FreeNow}})
 }
 
 // askReleaseAll opens the dialog for releasing every lock of the selected owner.
@@ -138,8 +139,8 @@ func (m *model) confirmed(payload any) tea.Cmd {
 // (audit.Releaser), auditing every release to cfg.Audit. The walk of a release of an owner's
 // locks is paced by the console's own budget (Source.Pace), shared with the refreshes.
 func (m *model) releaser() *audit.Releaser {
-	return &audit.Releaser{Provider: m.cfg.Provider, Sink: m.cfg.Audit, Operator: m.cfg.Operator,
-		Namespace: m.cfg.Namespace, Server: m.cfg.URL, Scan: provider.ScanOptions{Pace: m.src.Pace}}
+	return &audit.Releaser{Inspector: m.cfg.Inspector, Sink: m.cfg.Audit, Operator: m.cfg.Operator,
+		Namespace: m.cfg.Namespace, Server: m.cfg.URL, Scan: operator.ScanOptions{Pace: m.src.Pace}}
 }
 
 // release force-releases one key if it is still the hold the dialog showed (the same owner and
@@ -152,14 +153,14 @@ func (m *model) release(req releaseReq) tea.Cmd {
 		defer cancel()
 		r := m.releaser().ForceReleaseHold(ctx, req.seen, req.mode)
 		res := releaseDoneMsg{key: key, owner: req.seen.Owner, released: r.Count == 1, err: r.Err, auditErr: auditFailed(r),
-			told: r.How == provider.HolderTold, toldAt: time.Now(), result: r}
+			told: r.How == operator.HolderTold, toldAt: time.Now(), result: r}
 		if res.told {
-			if l, ok, err := m.cfg.Provider.Get(ctx, key); err == nil && ok {
+			if l, ok, err := m.cfg.Inspector.Get(ctx, key); err == nil && ok {
 				res.ttl = l.TTL
 			}
 		}
 		if r.Err == nil && r.Count == 0 {
-			if l, ok, err := m.cfg.Provider.Get(ctx, key); err == nil && ok && !l.Foreign {
+			if l, ok, err := m.cfg.Inspector.Get(ctx, key); err == nil && ok && !l.Foreign {
 				res.nowOwner, res.nowHeld = l.Owner, true
 			}
 		}
@@ -178,8 +179,8 @@ func (m *model) releaseAll(req releaseAllReq) tea.Cmd {
 	m.showBulkProgress()
 	return m.rt.mutation(func(ctx context.Context) tea.Msg {
 		releaser := m.releaser()
-		releaser.OnReleased = func(provider.Lock, provider.Revocation) { bulk.released.Add(1) }
-		r := releaser.ReleaseOwner(ctx, req.owner, provider.TellHolderFirst)
+		releaser.OnReleased = func(operator.Lock, operator.Revocation) { bulk.released.Add(1) }
+		r := releaser.ReleaseOwner(ctx, req.owner, operator.TellHolderFirst)
 		return releaseAllDoneMsg{owner: req.owner, count: r.Count, err: r.Err, auditErr: auditFailed(r), bulk: bulk}
 	})
 }

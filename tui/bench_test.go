@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
 	"github.com/locktui/locktui/tui/store"
@@ -21,7 +22,7 @@ const benchLocks = 100000
 // storeSink applies a refresh to a store, as the hub does.
 type storeSink struct{ s *store.Store }
 
-func (k storeSink) Observe(l []provider.Lock, at time.Time, scan uint64) { k.s.Observe(l, at, scan) }
+func (k storeSink) Observe(l []operator.Lock, at time.Time, scan uint64) { k.s.Observe(l, at, scan) }
 func (k storeSink) EndScan(scan uint64, started time.Time)               { k.s.EndScan(scan, started, time.Now()) }
 func (k storeSink) Absent(keys []string, at time.Time)                   { k.s.Absent(keys, at) }
 
@@ -74,15 +75,15 @@ func BenchmarkRefresh100k(b *testing.B) {
 // three in four have a holder record, from 50 processes.
 func benchStore(now time.Time) *store.Store {
 	s := store.New()
-	locks := make([]provider.Lock, benchLocks)
+	locks := make([]operator.Lock, benchLocks)
 	for i := range locks {
 		ttl := time.Duration(1+i%600) * time.Second
 		if i%50 == 0 {
 			ttl = provider.NoExpiry
 		}
-		locks[i] = provider.Lock{Key: fmt.Sprintf("cart:%06d", i), Owner: fmt.Sprintf("execute:owner-%d", i%1000), TTL: ttl}
+		locks[i] = operator.Lock{Key: fmt.Sprintf("cart:%06d", i), Owner: fmt.Sprintf("execute:owner-%d", i%1000), TTL: ttl}
 		if i%4 != 0 {
-			locks[i].Record = &provider.Record{AcquiredAt: now.Add(-time.Duration(i) * time.Millisecond), FencingToken: int64(i),
+			locks[i].Record = &operator.Record{AcquiredAt: now.Add(-time.Duration(i) * time.Millisecond), FencingToken: int64(i),
 				Holder: provider.Holder{Host: fmt.Sprintf("web-%d", i%50), PID: 1000 + i%50, Program: "medusa-worker", Client: provider.ClientBridge}}
 		}
 	}

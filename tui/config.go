@@ -14,6 +14,7 @@ import (
 	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/budget"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
@@ -70,9 +71,9 @@ type Config struct {
 	Events EventSource
 	// NoEvents disables the lock-event subscription.
 	NoEvents bool
-	// Provider performs the mutations (so its Observer sees them). Default
-	// provider.New(Client, &provider.Options{Namespace: Namespace}).
-	Provider *provider.Provider
+	// Inspector performs the mutations (so its Observer sees them) and the reads that follow
+	// them. Default operator.New(Client, &operator.Options{Namespace: Namespace}).
+	Inspector *operator.Inspector
 	// NoColor renders without colour; it is also set when the NO_COLOR environment variable
 	// is non-empty.
 	NoColor bool
@@ -97,8 +98,8 @@ func (c Config) withDefaults() Config {
 	if c.Operator == "" {
 		c.Operator = audit.Operator()
 	}
-	if c.Provider == nil && c.Client != nil {
-		c.Provider = provider.New(c.Client, &provider.Options{Namespace: c.Namespace})
+	if c.Inspector == nil && c.Client != nil {
+		c.Inspector = operator.New(c.Client, &operator.Options{Namespace: c.Namespace})
 	}
 	c.URL = redisconn.Describe(c.URL)
 	if os.Getenv("NO_COLOR") != "" {

@@ -53,7 +53,7 @@
 // Every mutation goes through audit.Releaser, the CLI's path too, and is written to
 // Config.Audit (time, operator, key, owner, result); the dialog names where (audit.Where), and
 // a failed audit write is shown on screen. Dialogs and results show owners quoted ("" and " "
-// are owners too); the tables show keys and owners through provider.Printable, which quotes
+// are owners too); the tables show keys and owners through operator.Printable, which quotes
 // and escapes those that would not print.
 //
 // # Columns

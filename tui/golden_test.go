@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/store"
 )
@@ -28,13 +29,13 @@ func operatorStore() *store.Store {
 	exec := "execute:0b5a3c1e-0000-4000-8000-0000000000"
 	worker := provider.Holder{Host: "ip-10-0-12-34", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge}
 	server := provider.Holder{Host: "web-1", PID: 311, Program: "medusa-server", Client: provider.ClientGo}
-	locks := []provider.Lock{
-		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1AB", Owner: exec + "01", TTL: 42 * time.Second, Record: &provider.Record{
+	locks := []operator.Lock{
+		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1AB", Owner: exec + "01", TTL: 42 * time.Second, Record: &operator.Record{
 			Holder: server, AcquiredAt: clock.Add(-12 * time.Minute), FencingToken: 1796180000000002}},
 		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1CD", Owner: exec + "02", TTL: 800 * time.Millisecond},
-		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1EF", Owner: exec + "03", TTL: 55 * time.Second, Record: &provider.Record{
+		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1EF", Owner: exec + "03", TTL: 55 * time.Second, Record: &operator.Record{
 			Holder: worker, AcquiredAt: clock.Add(-3 * time.Hour), FencingToken: 1796180000000001}},
-		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1GH", Owner: exec + "04", TTL: 58 * time.Second, Record: &provider.Record{
+		{Key: "cart:cart_01JK4KH3QZ8W5N2M7XG1GH", Owner: exec + "04", TTL: 58 * time.Second, Record: &operator.Record{
 			Holder: worker, AcquiredAt: clock.Add(-40 * time.Second), FencingToken: 1796180000000003}},
 		{Key: "k-stuck", Owner: "worker-crashed", TTL: provider.NoExpiry},
 		{Key: "migration-scripts-running", Owner: "", TTL: provider.NoExpiry},
@@ -46,7 +47,7 @@ func operatorStore() *store.Store {
 	s.Observe(locks, clock.Add(-5*time.Minute), 1)                       // first seen five minutes ago
 	s.Observe(locks, clock.Add(-10*time.Second), 2)                      // and renewed since
 	s.EndScan(2, clock.Add(-10*time.Second), clock.Add(-10*time.Second)) // the first refresh is shown
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		{Key: "inventory:iitem_01JK4KH3QZ8W5N2M7XG1CD", Owner: exec + "02", TTL: 800 * time.Millisecond},
 	}, clock.Add(-100*time.Millisecond), 3)
 	s.Absent([]string{"gone:1", "gone:2"}, clock.Add(-time.Second))

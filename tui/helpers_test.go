@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/audit"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
 	"github.com/locktui/locktui/tui/store"
@@ -76,13 +77,13 @@ func keyMsg(k string) tea.KeyPressMsg {
 // sampleStore is a namespace with one lock in each state.
 func sampleStore() *store.Store {
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		{Key: "cart:1", Owner: "execute:0b5a3c1e-0000-4000-8000-000000000001", TTL: 60 * time.Second},
 		{Key: "cart:2", Owner: "execute:0b5a3c1e-0000-4000-8000-000000000001", TTL: 13 * time.Second},
 		{Key: "stuck:job", Owner: "*", TTL: provider.NoExpiry},
 		{Key: "order:7", Owner: "svc-orders", TTL: 30 * time.Second},
 	}, clock.Add(-10*time.Second), 1)
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		{Key: "order:7", Owner: "svc-orders", TTL: 30 * time.Second},
 	}, clock.Add(-time.Second), 2)
 	s.Event(store.Event{Kind: provider.EventWaiting, Key: "cart:1", Owner: "w1", Time: clock.Add(-time.Second)})

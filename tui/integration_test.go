@@ -21,6 +21,7 @@ import (
 	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
 )
@@ -199,7 +200,7 @@ func TestIntegrationForceReleaseSparesANewHoldOfTheSameOwner(t *testing.T) {
 	second := take()
 	c.press("y")
 	c.await(`not released: cart:1 changed since the dialog (owner "svc"): press d again`)
-	l, held, err := p.Get(ctx, "cart:1")
+	l, held, err := operator.New(client, nil).Get(ctx, "cart:1")
 	require.NoError(t, err)
 	require.True(t, held, "the new hold is not cut off")
 	require.Equal(t, second, l.Record.FencingToken)
@@ -239,9 +240,9 @@ func TestIntegrationReleaseAllAndAuditFailure(t *testing.T) {
 	c.quit()
 }
 
-// Stock Medusa stores ownerId "" as the owner "". D must not release it in bulk (the provider's
-// ReleaseAll would take "" for "*" and delete the anonymous locks); d compare-and-deletes
-// against "" itself.
+// Stock Medusa stores ownerId "" as the owner "". D must not release it in bulk (ReleaseAllWith,
+// as stock's releaseAll, would take "" for "*" and delete the anonymous locks); d
+// compare-and-deletes against "" itself.
 func TestIntegrationEmptyOwner(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t)
@@ -282,13 +283,13 @@ func TestIntegrationEmptyOwner(t *testing.T) {
 	assert.Equal(t, 1, recs[0].Count)
 
 	// The compare-and-delete the console relies on takes "" literally, not as "*".
-	p := provider.New(client, nil)
-	how, err := p.ForceReleaseOwner(ctx, "anon", "", provider.TellHolderFirst)
+	ops := operator.New(client, nil)
+	how, err := ops.ForceReleaseOwner(ctx, "anon", "", operator.TellHolderFirst)
 	require.NoError(t, err)
-	assert.Equal(t, provider.NotReleased, how, `ForceReleaseOwner(key, "") never deletes a "*" lock`)
-	how, err = p.ForceReleaseOwner(ctx, "blank:2", "", provider.TellHolderFirst)
+	assert.Equal(t, operator.NotReleased, how, `ForceReleaseOwner(key, "") never deletes a "*" lock`)
+	how, err = ops.ForceReleaseOwner(ctx, "blank:2", "", operator.TellHolderFirst)
 	require.NoError(t, err)
-	assert.Equal(t, provider.Freed, how)
+	assert.Equal(t, operator.Freed, how)
 	assert.Equal(t, int64(1), client.Exists(ctx, "medusa_lock:anon").Val())
 }
 
@@ -365,7 +366,7 @@ func TestIntegrationReadOnlySendsOnlyReads(t *testing.T) {
 	// Defence in depth: the client itself now refuses writes.
 	err := client.Del(ctx, "medusa_lock:cart:1").Err()
 	require.ErrorIs(t, err, ErrReadOnly)
-	_, err = provider.New(client, nil).ForceReleaseOwner(ctx, "cart:1", "owner-a", provider.TellHolderFirst)
+	_, err = operator.New(client, nil).ForceReleaseOwner(ctx, "cart:1", "owner-a", operator.TellHolderFirst)
 	require.ErrorIs(t, err, ErrReadOnly)
 	assert.Equal(t, int64(2), client.Exists(ctx, "medusa_lock:cart:1", "medusa_lock:cart:2").Val())
 }

@@ -8,7 +8,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -213,7 +213,7 @@ func (m *model) copySelected(owner bool) tea.Cmd {
 		}
 		text, what = e.Key, "key"
 	}
-	m.setNotice(fmt.Sprintf("copied %s %s to the clipboard (OSC 52)", what, provider.Printable(text)), false)
+	m.setNotice(fmt.Sprintf("copied %s %s to the clipboard (OSC 52)", what, operator.Printable(text)), false)
 	return tea.SetClipboard(text)
 }
 

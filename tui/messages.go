@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/audit"
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -60,8 +60,8 @@ type (
 // releaseReq and releaseAllReq are the payloads of the confirmation dialog.
 type (
 	releaseReq struct { // the hold the dialog showed, and how to release it
-		seen provider.Lock
-		mode provider.ReleaseMode
+		seen operator.Lock
+		mode operator.ReleaseMode
 	}
 
 	releaseAllReq struct {

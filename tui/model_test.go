@@ -16,6 +16,7 @@ import (
 	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
 	"github.com/locktui/locktui/tui/store"
@@ -85,11 +86,11 @@ func TestStatesAreWords(t *testing.T) {
 func TestCountdownTicksOnlyWhileCounting(t *testing.T) {
 	m := newTestModel(t, Config{})
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "forever", Owner: "*", TTL: provider.NoExpiry}}, clock, 1)
+	s.Observe([]operator.Lock{{Key: "forever", Owner: "*", TTL: provider.NoExpiry}}, clock, 1)
 	_, cmd := m.Update(viewMsg{view: s.Build(m.query, clock)})
 	assert.False(t, m.ticking, "nothing counts down: no ticks")
 
-	s.Observe([]provider.Lock{{Key: "soon", Owner: "o", TTL: 10 * time.Second}}, clock, 1)
+	s.Observe([]operator.Lock{{Key: "soon", Owner: "o", TTL: 10 * time.Second}}, clock, 1)
 	_, cmd = m.Update(viewMsg{view: s.Build(m.query, clock)})
 	assert.True(t, m.ticking)
 	require.NotNil(t, cmd)
@@ -131,7 +132,7 @@ func TestReadOnlyHidesMutations(t *testing.T) {
 		assert.Nil(t, press(m, "y"))
 	}
 	// Even a dialog opened some other way cannot release.
-	m.dialog.Open("x", nil, releaseReq{seen: provider.Lock{Key: "cart:1", Owner: "o"}})
+	m.dialog.Open("x", nil, releaseReq{seen: operator.Lock{Key: "cart:1", Owner: "o"}})
 	assert.Nil(t, press(m, "y"))
 }
 
@@ -215,7 +216,7 @@ func TestReleaseAllIsPacedByTheBudget(t *testing.T) {
 	m.Update(done)
 	assert.Contains(t, screen(m), `released 2 locks of "svc"`)
 	assert.Nil(t, m.bulk)
-	assert.GreaterOrEqual(t, m.src.Charged(), int64(budget.ScanCost+2*provider.ReadsPerKey+2),
+	assert.GreaterOrEqual(t, m.src.Charged(), int64(budget.ScanCost+2*operator.ReadsPerKey+2),
 		"the SCAN, the reads and the deletes are charged")
 
 	// Its record names each lock released and the holder cut off (here stock's: none).
@@ -223,8 +224,8 @@ func TestReleaseAllIsPacedByTheBudget(t *testing.T) {
 	require.Len(t, recs, 1)
 	locks := recs[0].Locks
 	slices.SortFunc(locks, func(a, b audit.LockReleased) int { return strings.Compare(a.Key, b.Key) })
-	assert.Equal(t, []audit.LockReleased{{Key: "a", Owner: "svc", Holder: provider.NoHolderRecord},
-		{Key: "b", Owner: "svc", Holder: provider.NoHolderRecord}}, locks)
+	assert.Equal(t, []audit.LockReleased{{Key: "a", Owner: "svc", Holder: operator.NoHolderRecord},
+		{Key: "b", Owner: "svc", Holder: operator.NoHolderRecord}}, locks)
 }
 
 // The progress of a D under way does not hide another notice: a sticky one (a failed audit
@@ -344,9 +345,9 @@ func TestQuit(t *testing.T) {
 func TestRendersOnlyVisibleRows(t *testing.T) {
 	m := newTestModel(t, Config{})
 	s := store.New()
-	locks := make([]provider.Lock, 20000)
+	locks := make([]operator.Lock, 20000)
 	for i := range locks {
-		locks[i] = provider.Lock{Key: fmt.Sprintf("k:%06d", i), Owner: "o", TTL: time.Minute}
+		locks[i] = operator.Lock{Key: fmt.Sprintf("k:%06d", i), Owner: "o", TTL: time.Minute}
 	}
 	s.Observe(locks, clock, 1)
 	connected(m)
@@ -361,13 +362,13 @@ func TestRendersOnlyVisibleRows(t *testing.T) {
 }
 
 // The empty owner is an owner like any other for d (compare-and-delete against ""), but D
-// refuses it: the provider's ReleaseAll reads "" as "no owner given" and would release the
+// refuses it: ReleaseAllWith reads "" as "no owner given" and would release the
 // anonymous "*" locks instead. Dialogs quote owners so blank ones are visible.
 func TestEmptyOwnerIsQuotedAndNotReleasedInBulk(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		{Key: "blank:1", Owner: "", TTL: provider.NoExpiry},
 		{Key: "blank:2", Owner: "", TTL: provider.NoExpiry},
 		{Key: "anon", Owner: "*", TTL: time.Minute},
@@ -431,7 +432,7 @@ func TestHelpStatesTheCostOfARefresh(t *testing.T) {
 	})
 	press(m, "?")
 	out := screen(m)
-	assert.Contains(t, out, fmt.Sprintf("SCAN walks the whole db: 100 per SCAN + %d per lock, ≤ 20,000/s", provider.ReadsPerKey))
+	assert.Contains(t, out, fmt.Sprintf("SCAN walks the whole db: 100 per SCAN + %d per lock, ≤ 20,000/s", operator.ReadsPerKey))
 	assert.Contains(t, out, "last refresh: 5,000 SCAN (~500,000 keys) + 12 reads = 500,012 ≥ 25.0s")
 	press(m, "esc")
 	assert.Contains(t, screen(m), "poll 25s (budget 20,000/s)", "the status bar says the budget stretched the poll")
@@ -531,7 +532,7 @@ func TestOwnersThatDoNotPrintAreQuotedEverywhere(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "a", Owner: "", TTL: provider.NoExpiry}, {Key: "b", Owner: "x\x1b[2J", TTL: time.Minute}}, clock, 1)
+	s.Observe([]operator.Lock{{Key: "a", Owner: "", TTL: provider.NoExpiry}, {Key: "b", Owner: "x\x1b[2J", TTL: time.Minute}}, clock, 1)
 	feed(m, s)
 	for _, view := range []string{"1", "2"} {
 		press(m, view)

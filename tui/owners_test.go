@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/store"
 )
@@ -17,11 +18,11 @@ import (
 func processStore() *store.Store {
 	worker := provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker", Client: provider.ClientBridge}
 	batch := provider.Holder{Host: "batch-1", PID: 9, Program: "importer", Client: provider.ClientGo}
-	held := func(key, owner string, h provider.Holder, since time.Duration) provider.Lock {
-		return provider.Lock{Key: key, Owner: owner, TTL: 2 * time.Minute,
-			Record: &provider.Record{Holder: h, AcquiredAt: clock.Add(-since), FencingToken: 1}}
+	held := func(key, owner string, h provider.Holder, since time.Duration) operator.Lock {
+		return operator.Lock{Key: key, Owner: owner, TTL: 2 * time.Minute,
+			Record: &operator.Record{Holder: h, AcquiredAt: clock.Add(-since), FencingToken: 1}}
 	}
-	locks := []provider.Lock{
+	locks := []operator.Lock{
 		held("cart:old", "execute:a", worker, 2*time.Hour),
 		held("cart:new", "execute:b", worker, time.Minute),
 		{Key: "stock:1", Owner: "svc", TTL: 2 * time.Minute},
@@ -104,12 +105,12 @@ func TestOwnersSortByProcessColumns(t *testing.T) {
 func TestOwnersPaneCountsDownOnlyWhileATTLIsOnScreen(t *testing.T) {
 	m := newTestModel(t, Config{})
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "forever", Owner: "*", TTL: provider.NoExpiry}}, clock, 1)
+	s.Observe([]operator.Lock{{Key: "forever", Owner: "*", TTL: provider.NoExpiry}}, clock, 1)
 	press(m, "2")
 	m.Update(viewMsg{view: s.Build(m.query, clock)})
 	assert.False(t, m.ticking, "nothing counts down: no ticks")
 
-	s.Observe([]provider.Lock{{Key: "soon", Owner: "o", TTL: 10 * time.Second}}, clock, 1)
+	s.Observe([]operator.Lock{{Key: "soon", Owner: "o", TTL: 10 * time.Second}}, clock, 1)
 	m.Update(viewMsg{view: s.Build(m.query, clock)})
 	press(m, "down") // the owner o, whose lock counts down in the pane
 	require.True(t, m.ticking)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -19,7 +19,7 @@ func TestCursorStaysOnTopUntilTheFirstScanIsShown(t *testing.T) {
 	s := store.New()
 	held := func(keys ...string) {
 		for _, k := range keys {
-			s.Observe([]provider.Lock{{Key: k, Owner: "o", TTL: time.Hour}}, clock, 1)
+			s.Observe([]operator.Lock{{Key: k, Owner: "o", TTL: time.Hour}}, clock, 1)
 		}
 	}
 	held("cart:b", "cart:c") // one master's batch

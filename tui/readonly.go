@@ -50,8 +50,8 @@ func IsReadCommand(cmd redis.Cmder) bool {
 const guardTimeout = 2 * time.Second
 
 // guardReadOnly adds readOnlyHook to client. A ClusterClient's hooks do not reach the clients of
-// its nodes, which ForEachMaster and ForEachShard hand out (the refresh SCANs, the provider's
-// ReleaseAll): those get the hook too, the nodes to come through OnNewNode and the nodes the
+// its nodes, which ForEachMaster and ForEachShard hand out (the refresh SCANs, the walk of
+// ReleaseAllWith): those get the hook too, the nodes to come through OnNewNode and the nodes the
 // client already knows (it was used before Run, e.g. to check that Redis answers) through
 // ForEachShard, which makes no round trip when the cluster state is loaded (else one CLUSTER
 // SLOTS, whose new nodes OnNewNode guards).

@@ -81,7 +81,7 @@ func startClusterOf(t *testing.T, n int) []string {
 }
 
 // In read-only mode the hook that refuses writes reaches the clients of a Cluster's nodes too
-// (ForEachMaster hands them out: the refresh, the provider's ReleaseAll), both the nodes the
+// (ForEachMaster hands them out: the refresh, a release of all locks), both the nodes the
 // client knew before the console started and those it learns after.
 func TestIntegrationReadOnlyGuardsClusterNodes(t *testing.T) {
 	addrs := startCluster(t)

@@ -10,7 +10,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/locktui/locktui/internal/budget"
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/help"
 	"github.com/locktui/locktui/tui/components/statusbar"
@@ -96,14 +96,14 @@ func (m *model) tabs() string {
 // whole namespace was read.
 func (m *model) emptyText() string {
 	if l := m.lookup; l.key != "" {
-		key := provider.Printable(l.key)
+		key := operator.Printable(l.key)
 		switch {
 		case !l.done:
 			return "reading " + key + "…"
 		case l.err != nil:
 			return fmt.Sprintf("could not read %s: %v", key, l.err)
 		case !l.found:
-			return fmt.Sprintf("%s is not locked: no key %s (read just now)", key, provider.Printable(m.cfg.Namespace+l.key))
+			return fmt.Sprintf("%s is not locked: no key %s (read just now)", key, operator.Printable(m.cfg.Namespace+l.key))
 		}
 	}
 	switch {
@@ -115,7 +115,7 @@ func (m *model) emptyText() string {
 		return fmt.Sprintf("no locks match /%s (whole namespace read %s ago)", m.query.Filter,
 			common.Duration(m.common.Now().Sub(m.st.LastGood)))
 	}
-	return "no locks under " + provider.Printable(m.cfg.Namespace)
+	return "no locks under " + operator.Printable(m.cfg.Namespace)
 }
 
 // scanProgress says how far the first refresh is: never "no match" before it has read the
@@ -221,7 +221,7 @@ func (m *model) costLines() []string {
 		limit = "≤ " + common.Count(b) + "/s"
 	}
 	first := fmt.Sprintf("cost: SCAN walks the whole db: %d per SCAN + %d per lock, %s · PING 1/s",
-		budget.ScanCost, provider.ReadsPerKey, limit)
+		budget.ScanCost, operator.ReadsPerKey, limit)
 	st := m.st.LastScan
 	if st.Scans == 0 {
 		return []string{first, "  last refresh: not done yet · " + m.common.Keys.Sample.Help().Key + " (sampling) costs extra"}

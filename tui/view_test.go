@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/source"
@@ -63,7 +64,7 @@ func TestSamplingStatesItsCost(t *testing.T) {
 	assert.Equal(t, "stuck:job", m.sampler.Keys()[0], "the selected key first")
 	assert.Len(t, m.sampler.Keys(), 4, "the keys on screen")
 	out := screen(m)
-	perSec := 4*provider.ReadsPerKey*4 + 1 // 4 keys × ReadsPerKey commands × 4/s + INFO
+	perSec := 4*operator.ReadsPerKey*4 + 1 // 4 keys × ReadsPerKey commands × 4/s + INFO
 	assert.Contains(t, out, fmt.Sprintf("sampling 30s: +%d cmds/s", perSec), "4 keys × ReadsPerKey commands × 4/s + INFO")
 	status(m, func(st *source.Status) {
 		st.Sample = source.SampleRun{ID: m.sampleRun, Stats: source.SampleStats{Left: 12 * time.Second, ScriptCallsPerSec: 40}}
@@ -108,7 +109,7 @@ func TestDetailShowsAShortLeaseUnrounded(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "k", Owner: "o", TTL: 1000 * time.Millisecond}}, clock.Add(-40*time.Millisecond), 1)
+	s.Observe([]operator.Lock{{Key: "k", Owner: "o", TTL: 1000 * time.Millisecond}}, clock.Add(-40*time.Millisecond), 1)
 	feed(m, s)
 	press(m, "enter")
 	feed(m, s)
@@ -132,9 +133,9 @@ func TestCursorStaysOnTheTopRowWhileLoading(t *testing.T) {
 	m := newTestModel(t, Config{})
 	status(m, func(st *source.Status) { st.Conn.InfoOK = true }) // no refresh done yet
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "b-held", Owner: "o", TTL: time.Minute}}, clock, 1)
+	s.Observe([]operator.Lock{{Key: "b-held", Owner: "o", TTL: time.Minute}}, clock, 1)
 	feed(m, s)
-	s.Observe([]provider.Lock{{Key: "a-stuck", Owner: "o", TTL: provider.NoExpiry}}, clock, 1)
+	s.Observe([]operator.Lock{{Key: "a-stuck", Owner: "o", TTL: provider.NoExpiry}}, clock, 1)
 	feed(m, s)
 	e, ok := m.locks.Selected()
 	require.True(t, ok)
@@ -142,7 +143,7 @@ func TestCursorStaysOnTheTopRowWhileLoading(t *testing.T) {
 
 	status(m, func(st *source.Status) { refreshed(st, source.ScanStats{Took: time.Millisecond}) })
 	press(m, "down")
-	s.Observe([]provider.Lock{{Key: "0-stuck", Owner: "o", TTL: provider.NoExpiry}}, clock, 2)
+	s.Observe([]operator.Lock{{Key: "0-stuck", Owner: "o", TTL: provider.NoExpiry}}, clock, 2)
 	feed(m, s)
 	e, _ = m.locks.Selected()
 	assert.Equal(t, "b-held", e.Key, "once loaded, the cursor follows the chosen key")
@@ -159,7 +160,7 @@ func TestSelectedLineShowsTheWholeKeyBeforeTheOwner(t *testing.T) {
 	connected(m)
 	key := "inventory:iitem_01JK4KH3QZ8W5N2M7XG1ABCDEFGHJK" // 46 cells
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: key, Owner: "worker:inventory-sync-681490-0001", TTL: provider.NoExpiry}}, clock, 1)
+	s.Observe([]operator.Lock{{Key: key, Owner: "worker:inventory-sync-681490-0001", TTL: provider.NoExpiry}}, clock, 1)
 	feed(m, s)
 	out := screen(m)
 	assert.Contains(t, out, "key "+key+"  owner worker:", "the key whole, the owner shortened in its middle")
@@ -170,7 +171,7 @@ func TestDetailSaysALockWithoutRecordHasNone(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "stock:1", Owner: "svc", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
+	s.Observe([]operator.Lock{{Key: "stock:1", Owner: "svc", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
 	feed(m, s)
 	press(m, "enter")
 	feed(m, s)
@@ -185,7 +186,7 @@ func TestDetailOfAGoneLockShowsNoCountdown(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "cart:9", Owner: "o", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
+	s.Observe([]operator.Lock{{Key: "cart:9", Owner: "o", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
 	s.Absent([]string{"cart:9"}, clock.Add(-3*time.Second))
 	feed(m, s)
 	press(m, "enter")
@@ -201,8 +202,8 @@ func TestDetailOfAForeignKeyShowsNoEmptyOwner(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "cart:1", Owner: "svc", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
-	s.Observe([]provider.Lock{{Key: "cart:1", Foreign: true, TTL: provider.NoExpiry}}, clock.Add(-30*time.Second), 2)
+	s.Observe([]operator.Lock{{Key: "cart:1", Owner: "svc", TTL: time.Minute}}, clock.Add(-time.Minute), 1)
+	s.Observe([]operator.Lock{{Key: "cart:1", Foreign: true, TTL: provider.NoExpiry}}, clock.Add(-30*time.Second), 2)
 	feed(m, s)
 	press(m, "enter")
 	feed(m, s)
@@ -222,13 +223,13 @@ func TestCursorStaysInPlaceWhenTheSelectedLockGoes(t *testing.T) {
 	m := newTestModel(t, Config{})
 	connected(m)
 	s := store.New()
-	var locks []provider.Lock
+	var locks []operator.Lock
 	for i := range 40 {
 		ttl := time.Duration(i+1) * time.Minute
 		if i < 3 {
 			ttl = provider.NoExpiry
 		}
-		locks = append(locks, provider.Lock{Key: fmt.Sprintf("k%02d", i), Owner: "o", TTL: ttl})
+		locks = append(locks, operator.Lock{Key: fmt.Sprintf("k%02d", i), Owner: "o", TTL: ttl})
 	}
 	s.Observe(locks, clock.Add(-time.Minute), 1)
 	feed(m, s)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -126,7 +127,7 @@ func TestBinaryUsesRedisURLFromTheEnvironment(t *testing.T) {
 	cmd.Env = append(withoutRedisURL(), "REDIS_URL="+srv.URL)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	l, ok, err := provider.New(srv.Client(t), nil).Get(context.Background(), "k")
+	l, ok, err := operator.New(srv.Client(t), nil).Get(context.Background(), "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "cron", l.Owner)
@@ -146,8 +147,8 @@ func TestBinaryRunForwardsRealSignals(t *testing.T) {
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "ready\n", line)
-	p := provider.New(srv.Client(t), nil)
-	l, ok, err := p.Get(context.Background(), "k")
+	ops := operator.New(srv.Client(t), nil)
+	l, ok, err := ops.Get(context.Background(), "k")
 	require.NoError(t, err)
 	require.True(t, ok, "held while the command runs")
 	require.True(t, strings.HasPrefix(l.Owner, provider.ExecuteOwnerPrefix))
@@ -158,7 +159,7 @@ func TestBinaryRunForwardsRealSignals(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, cli.ExitSignalBase+int(syscall.SIGTERM), ee.ExitCode(), "stderr: %s", stderr.String())
 	require.Empty(t, stderr.String())
-	_, ok, err = p.Get(context.Background(), "k")
+	_, ok, err = ops.Get(context.Background(), "k")
 	require.NoError(t, err)
 	require.False(t, ok, "released when the command exits")
 }

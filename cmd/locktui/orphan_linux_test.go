@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -54,7 +55,7 @@ func TestBinaryRunCommandDiesWithLocktui(t *testing.T) {
 		}
 	})
 	require.True(t, alive(pid))
-	l, held, err := provider.New(srv.Client(t), nil).Get(context.Background(), "orphan")
+	l, held, err := operator.New(srv.Client(t), nil).Get(context.Background(), "orphan")
 	require.NoError(t, err)
 	require.True(t, held, "the lock is held while the command runs")
 	require.Contains(t, l.Owner, provider.ExecuteOwnerPrefix)

@@ -11,18 +11,18 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/locktui/locktui/internal/sleep"
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 )
 
 // Default is the cost per second the console's own reads, and the CLI's walks of the
 // namespace, may use, in commands, with a SCAN counted as ScanCost (docs/console-cost.md).
 const Default = 20000
 
-// ScanCost is what one SCAN is charged: the provider.ScanCount keys of the whole database it
+// ScanCost is what one SCAN is charged: the operator.ScanCount keys of the whole database it
 // examines (MATCH filters after the walk), not one command. A walk of a database that holds
 // more than locks therefore slows down with the size of the database instead of loading Redis
 // with SCANs.
-const ScanCost = provider.ScanCount
+const ScanCost = operator.ScanCount
 
 // Limiter is a token bucket of cost units per second (a GET is one, a SCAN ScanCost), on
 // golang.org/x/time/rate. The zero rate means unlimited. A caller takes the cost of what it is

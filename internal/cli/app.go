@@ -58,9 +58,9 @@ type App struct {
 	// error.
 	Demo func(ctx context.Context, cfg ConsoleConfig) error
 	// NewObserver, when set, is called once per command that takes or releases locks, with
-	// the command's Redis client and namespace; the observer receives the provider's lock events
-	// (for example a publisher of the events channel) and closeFn, if not nil, runs before the
-	// command returns.
+	// the command's Redis client and namespace; the observer receives the lock events of the
+	// provider and of the Inspector's force-releases (for example a publisher of the events
+	// channel) and closeFn, if not nil, runs before the command returns.
 	NewObserver func(client redis.UniversalClient, namespace string) (obs provider.Observer, closeFn func())
 
 	// Stdin is passed to the command of run; nil gives it an empty input.

@@ -42,7 +42,7 @@ func (s *session) openTrail(o *options, c *conn) (*trail, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &audit.Releaser{Provider: c.p, Sink: sink, Operator: audit.Operator(), Namespace: o.namespace,
+	r := &audit.Releaser{Inspector: c.ops, Sink: sink, Operator: audit.Operator(), Namespace: o.namespace,
 		Server: redisconn.Describe(o.url), Scan: s.pacedScan(s.limiter(), nil)}
 	return &trail{Releaser: r, closeFn: closeFn, warnf: s.warnf}, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 )
 
 // completeTimeout bounds the Redis read behind one completion: a shell must not hang on a Tab.
@@ -23,14 +23,14 @@ func (s *session) completeKeys(o *options) cobra.CompletionFunc {
 		if len(s.args) > 1 && slices.Contains(s.args[:len(s.args)-1], "--") {
 			return nil, cobra.ShellCompDirectiveDefault
 		}
-		return s.completeLocks(c.Context(), o, func(l provider.Lock) string { return l.Key }, typed)
+		return s.completeLocks(c.Context(), o, func(l operator.Lock) string { return l.Key }, typed)
 	}
 }
 
 // completeOwners completes --owner with the owners of the locks under the namespace.
 func (s *session) completeOwners(o *options) cobra.CompletionFunc {
 	return func(c *cobra.Command, _ []string, typed string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return s.completeLocks(c.Context(), o, func(l provider.Lock) string { return l.Owner }, typed)
+		return s.completeLocks(c.Context(), o, func(l operator.Lock) string { return l.Owner }, typed)
 	}
 }
 
@@ -39,7 +39,7 @@ func (s *session) completeOwners(o *options) cobra.CompletionFunc {
 // the paced walk cannot finish in time); when Redis cannot be read at all there is nothing to
 // offer, and no error: a completion that prints errors would write them into the user's
 // command line.
-func (s *session) completeLocks(ctx context.Context, o *options, field func(provider.Lock) string, typed string) ([]cobra.Completion, cobra.ShellCompDirective) {
+func (s *session) completeLocks(ctx context.Context, o *options, field func(operator.Lock) string, typed string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	const directive = cobra.ShellCompDirectiveNoFileComp
 	if o.validateGlobal() != nil {
 		return nil, directive
@@ -54,7 +54,7 @@ func (s *session) completeLocks(ctx context.Context, o *options, field func(prov
 	}
 	defer c.Close()
 	var out []cobra.Completion
-	err = c.p.ScanWith(ctx, s.pacedScan(s.limiter(), nil), func(batch []provider.Lock) error {
+	err = c.ops.ScanWith(ctx, s.pacedScan(s.limiter(), nil), func(batch []operator.Lock) error {
 		for _, l := range batch {
 			if v := field(l); !l.Foreign && v != "" && strings.HasPrefix(v, typed) {
 				out = append(out, v)

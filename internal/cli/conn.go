@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/internal/sleep"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
@@ -28,10 +29,12 @@ import (
 // waits (run, acquire --wait) rides such an outage out within its own timeout instead.
 const connectTimeout = 5 * time.Second
 
-// conn is an open connection to Redis with a provider on it.
+// conn is an open connection to Redis with a provider on it, and an operator.Inspector for the
+// commands that read and force-release locks.
 type conn struct {
 	client     redis.UniversalClient
 	p          *provider.Provider
+	ops        *operator.Inspector
 	closer     func()
 	restoreLog func() // puts back where go-redis's log lines went before connect
 	warnings   *warnGate
@@ -77,7 +80,7 @@ func (c *conn) isReportedLoss(msg string) bool {
 
 // connect opens the client for a command that does not wait, checks that Redis answers (see
 // reach: it retries for up to connectTimeout), and returns a provider that logs its warnings on
-// stderr and reports events to App.NewObserver and to observers. Once Redis has answered,
+// stderr and reports events to App.NewObserver and to observers (as the conn's Inspector does). Once Redis has answered,
 // go-redis's own log lines (a failed dial while run holds its lease, …) are warnings on stderr
 // too, until the conn is closed; before, they stay wherever they went (the locktui command
 // drops them), so a Redis that does not answer is reported by connect alone.
@@ -136,6 +139,7 @@ func (s *session) open(ctx context.Context, o *options, window time.Duration, re
 	}
 	opts.Observer = provider.MultiObserver(observers...)
 	c.p = provider.New(client, opts)
+	c.ops = operator.New(client, &operator.Options{Namespace: o.namespace, Observer: opts.Observer, Logger: warnings})
 	return c, retried, nil
 }
 
@@ -352,8 +356,8 @@ func oneLine(s string) string {
 }
 
 // display shows a key or owner as is when it is plain, quoted when it is empty or holds
-// spaces or control characters (provider.Printable, the console's rule too).
-func display(s string) string { return provider.Printable(s) }
+// spaces or control characters (operator.Printable, the console's rule too).
+func display(s string) string { return operator.Printable(s) }
 
 // quoteKeys renders keys as "a", "b".
 func quoteKeys(keys []string) string {

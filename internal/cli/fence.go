@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -46,7 +47,7 @@ type holderJSON struct {
 }
 
 // holderJSONOf is r in list --json: nil (JSON null) for a lock without a record.
-func holderJSONOf(r *provider.Record) *holderJSON {
+func holderJSONOf(r *operator.Record) *holderJSON {
 	if r == nil {
 		return nil
 	}

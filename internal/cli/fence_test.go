@@ -24,7 +24,7 @@ func TestRunGivesTheCommandItsFencingToken(t *testing.T) {
 	stdout, _, code := started(t, app, "run", "k2", "k1", "--redis", e.srv.URL, "--",
 		"sh", "-c", `printf '%s|%s|%s\n' "$LOCKTUI_FENCING_TOKEN" "$LOCKTUI_LOCK_KEYS" "$LOCKTUI_FENCING_TOKENS"; echo ready; read line; exit 0`)
 
-	locks, _, err := e.p.Read(context.Background(), []string{"k1", "k2"})
+	locks, _, err := e.ops.Read(context.Background(), []string{"k1", "k2"})
 	require.NoError(t, err)
 	require.Len(t, locks, 2)
 	require.Equal(t, provider.ClientCLI, locks[0].Record.Client)

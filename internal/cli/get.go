@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 )
 
 // getJSON is the object get --json prints.
@@ -44,7 +44,7 @@ type recordJSON struct {
 	ExpireAtMs int64 `json:"expire_at_ms"`
 	Reentered  bool  `json:"reentered"`
 	// Current is false when the lock changed since the record was written (see
-	// provider.HolderRecord).
+	// operator.HolderRecord).
 	Current bool              `json:"current"`
 	Fields  map[string]string `json:"fields"`
 }
@@ -54,8 +54,8 @@ type lockInfo struct {
 	key, redisKey string
 	exists        bool
 	typ           string
-	lock          provider.Lock
-	record        *provider.HolderRecord
+	lock          operator.Lock
+	record        *operator.HolderRecord
 }
 
 func runGet(ctx context.Context, s *session, o *options, p parsedArgs) int {
@@ -93,7 +93,7 @@ func runGet(ctx context.Context, s *session, o *options, p parsedArgs) int {
 // readLockInfo reads key: the lock, the key's type when it is not a lock, and the holder record.
 func readLockInfo(ctx context.Context, c *conn, key string) (lockInfo, error) {
 	info := lockInfo{key: key, redisKey: c.p.RedisKey(key), typ: "none"}
-	l, ok, err := c.p.Get(ctx, key)
+	l, ok, err := c.ops.Get(ctx, key)
 	if err != nil {
 		return info, err
 	}
@@ -106,7 +106,7 @@ func readLockInfo(ctx context.Context, c *conn, key string) (lockInfo, error) {
 	case ok:
 		info.typ = "string"
 	}
-	rec, found, err := c.p.HolderRecord(ctx, key)
+	rec, found, err := c.ops.HolderRecord(ctx, key)
 	if err != nil {
 		return info, err
 	}
@@ -154,7 +154,7 @@ func (info lockInfo) writeText(w io.Writer) error {
 	r := info.record
 	if r == nil {
 		if info.exists && !info.lock.Foreign {
-			line("record", "none: "+provider.NoHolderRecord)
+			line("record", "none: "+operator.NoHolderRecord)
 		}
 		_, err := io.WriteString(w, b.String())
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -90,7 +91,7 @@ func TestGetAStockLock(t *testing.T) {
 	r := run(t, "get", "stock", "--redis", e.srv.URL)
 	requireCode(t, r, cli.ExitOK)
 	require.Contains(t, r.stdout, "ttl:        no expiry\n")
-	require.Contains(t, r.stdout, "record:     none: "+provider.NoHolderRecord+"\n")
+	require.Contains(t, r.stdout, "record:     none: "+operator.NoHolderRecord+"\n")
 	g := getJSON(t, e, "stock", cli.ExitOK)
 	require.Nil(t, g.Record)
 	require.Equal(t, "stock-owner", g.Owner)

@@ -16,6 +16,7 @@ import (
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
@@ -53,10 +54,11 @@ type result struct {
 	stdout, stderr string
 }
 
-// env is a redis-server and a provider on it for cross-checks.
+// env is a redis-server, and a provider and an operator's Inspector on it for cross-checks.
 type env struct {
 	srv *redistest.Server
 	p   *provider.Provider
+	ops *operator.Inspector
 }
 
 // fill writes, in one pipeline, locks of owner under "medusa_lock:<prefix>:<i>" for i below
@@ -81,7 +83,7 @@ func newEnv(t *testing.T) *env {
 	srv := redistest.Start(t)
 	p := provider.New(srv.Client(t), nil)
 	t.Cleanup(p.Close)
-	return &env{srv: srv, p: p}
+	return &env{srv: srv, p: p, ops: operator.New(srv.Client(t), nil)}
 }
 
 // newApp returns an App that sees no REDIS_URL (so nothing reaches a server on 6379).
@@ -134,7 +136,7 @@ func requireOneErrorLine(t *testing.T, r result, want ...string) {
 // holder returns the owner of key, or "" when it is not held.
 func (e *env) holder(t *testing.T, key string) string {
 	t.Helper()
-	l, ok, err := e.p.Get(context.Background(), key)
+	l, ok, err := e.ops.Get(context.Background(), key)
 	require.NoError(t, err)
 	if !ok {
 		return ""

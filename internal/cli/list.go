@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/glob"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -48,13 +49,13 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 	defer c.Close()
 	limiter := s.limiter()
 	progress := s.walkProgress(c.client, limiter.Now)
-	locks, err := c.p.ListWith(ctx, s.pacedScan(limiter, progress.examined))
+	locks, err := c.ops.ListWith(ctx, s.pacedScan(limiter, progress.examined))
 	progress.done()
 	if err != nil {
 		return s.fail(err)
 	}
-	locks = slices.DeleteFunc(locks, func(l provider.Lock) bool { return !keep(l) })
-	slices.SortFunc(locks, func(a, b provider.Lock) int { return strings.Compare(a.Key, b.Key) })
+	locks = slices.DeleteFunc(locks, func(l operator.Lock) bool { return !keep(l) })
+	slices.SortFunc(locks, func(a, b operator.Lock) int { return strings.Compare(a.Key, b.Key) })
 	if o.json {
 		err = writeJSON(s.stdout, locks)
 	} else {
@@ -73,11 +74,11 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 // limiter is its budget (s.limiter). examined, if not nil, is called before each round trip with
 // about how many keys of the database the walk's SCANs will have examined (concurrently for the
 // masters of a Cluster).
-func (s *session) pacedScan(limiter *budget.Limiter, examined func(ctx context.Context, keys int64)) provider.ScanOptions {
+func (s *session) pacedScan(limiter *budget.Limiter, examined func(ctx context.Context, keys int64)) operator.ScanOptions {
 	var n atomic.Int64
-	return provider.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
+	return operator.ScanOptions{Pace: func(ctx context.Context, scans, reads int) error {
 		if examined != nil {
-			examined(ctx, n.Add(int64(scans*provider.ScanCount)))
+			examined(ctx, n.Add(int64(scans*operator.ScanCount)))
 		}
 		return limiter.Wait(ctx, scans*budget.ScanCost+reads)
 	}}
@@ -93,11 +94,11 @@ func (s *session) limiter() *budget.Limiter {
 }
 
 // listFilter returns the test that list's --match, --owner and --no-ttl make of a key.
-func (o *options) listFilter() (func(provider.Lock) bool, error) {
+func (o *options) listFilter() (func(operator.Lock) bool, error) {
 	if o.set["owner"] && o.owner == "" {
 		return nil, usagef("list", "--owner is empty; use \"*\" for the anonymous owner")
 	}
-	return func(l provider.Lock) bool {
+	return func(l operator.Lock) bool {
 		switch {
 		case o.set["match"] && !glob.Match(o.match, l.Key):
 			return false
@@ -114,7 +115,7 @@ func (o *options) listFilter() (func(provider.Lock) bool, error) {
 func (o *options) filtered() bool { return o.set["match"] || o.set["owner"] || o.noTTL }
 
 // writeJSON prints locks as one JSON array on one line.
-func writeJSON(w io.Writer, locks []provider.Lock) error {
+func writeJSON(w io.Writer, locks []operator.Lock) error {
 	out := make([]lockJSON, 0, len(locks))
 	for _, l := range locks {
 		out = append(out, lockJSON{Key: l.Key, RedisKey: l.RedisKey, Owner: l.Owner, TTLms: ttlMillis(l.TTL), Foreign: l.Foreign,
@@ -133,7 +134,7 @@ func ttlMillis(d time.Duration) int64 {
 
 // writeTable prints locks as an aligned KEY, OWNER, TTL table; filtered says that list's
 // filters chose them, for the line printed when there are none.
-func writeTable(w io.Writer, locks []provider.Lock, namespace string, filtered bool) error {
+func writeTable(w io.Writer, locks []operator.Lock, namespace string, filtered bool) error {
 	switch {
 	case len(locks) == 0 && filtered:
 		_, err := fmt.Fprintf(w, "No locks under namespace %q match the filters.\n", namespace)

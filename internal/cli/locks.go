@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/audit"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -86,7 +87,7 @@ func runAcquire(ctx context.Context, s *session, o *options, p parsedArgs) int {
 			return ExitError
 		}
 		if len(ce.Keys) == 1 {
-			if h := holderOf(ctx, c.p, ce.Keys[0]); h != "" {
+			if h := holderOf(ctx, c.ops, ce.Keys[0]); h != "" {
 				msg += " (held by " + h + ")"
 			}
 		}
@@ -168,9 +169,9 @@ func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
 // until it is freed (waitFreed).
 func (s *session) releaseOne(ctx context.Context, tr *trail, key string, o *options) (bool, error) {
 	var r audit.Released
-	mode := provider.TellHolderFirst
+	mode := operator.TellHolderFirst
 	if o.now {
-		mode = provider.FreeNow
+		mode = operator.FreeNow
 	}
 	action := audit.ActionForceRelease
 	if o.force {
@@ -186,15 +187,15 @@ func (s *session) releaseOne(ctx context.Context, tr *trail, key string, o *opti
 	}
 	switch {
 	case r.Err != nil:
-	case r.How == provider.HolderTold:
+	case r.How == operator.HolderTold:
 		fmt.Fprintf(s.stdout, "told the holder of %q%s at %s: %s\n", key, owned, toldAt.UTC().Format(time.RFC3339Nano), r.Holder)
 	case r.Count == 0:
-		s.whyNotReleased(ctx, tr.Provider, key, o.owner)
+		s.whyNotReleased(ctx, tr.Inspector, key, o.owner)
 	default:
 		fmt.Fprintf(s.stdout, "released %q%s\n", key, owned)
 	}
 	tr.warnAudit(action, key, r)
-	if r.How == provider.HolderTold {
+	if r.How == operator.HolderTold {
 		s.waitFreed(ctx, tr, key, o, r, toldAt)
 	}
 	return r.How.Done(), r.Err
@@ -206,7 +207,7 @@ func (s *session) waitFreed(ctx context.Context, tr *trail, key string, o *optio
 	limit := o.wait
 	if !o.set["wait"] {
 		limit = time.Second
-		if l, held, err := tr.Provider.Get(ctx, key); err == nil && held && l.TTL > 0 {
+		if l, held, err := tr.Inspector.Get(ctx, key); err == nil && held && l.TTL > 0 {
 			limit += l.TTL
 		}
 	}
@@ -226,8 +227,8 @@ func (s *session) waitFreed(ctx context.Context, tr *trail, key string, o *optio
 }
 
 // whyNotReleased says on stderr why key was not released for owner ("" for any owner).
-func (s *session) whyNotReleased(ctx context.Context, p *provider.Provider, key, owner string) {
-	switch l, held, err := p.Get(ctx, key); {
+func (s *session) whyNotReleased(ctx context.Context, ops *operator.Inspector, key, owner string) {
+	switch l, held, err := ops.Get(ctx, key); {
 	case err != nil || !held:
 		s.errorf("%q is not locked", key)
 	case l.Foreign:
@@ -256,13 +257,13 @@ func runReleaseAll(ctx context.Context, s *session, o *options, p parsedArgs) in
 		return s.fail(err)
 	}
 	defer tr.Close()
-	mode := provider.TellHolderFirst
+	mode := operator.TellHolderFirst
 	if o.now {
-		mode = provider.FreeNow
+		mode = operator.FreeNow
 	}
 	told := 0
-	tr.OnReleased = func(_ provider.Lock, how provider.Revocation) {
-		if how == provider.HolderTold {
+	tr.OnReleased = func(_ operator.Lock, how operator.Revocation) {
+		if how == operator.HolderTold {
 			told++
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -34,7 +35,7 @@ func TestFlagsAnywhere(t *testing.T) {
 	}
 	for _, key := range []string{"k0", "k1", "k2", "k3", "k4", "--k5"} {
 		require.Equal(t, "o", e.holder(t, key), "key %q", key)
-		l, _, err := e.p.Get(context.Background(), key)
+		l, _, err := e.ops.Get(context.Background(), key)
 		require.NoError(t, err)
 		require.Greater(t, l.TTL, 20*time.Second, "key %q", key)
 	}
@@ -52,7 +53,7 @@ func TestRedisURLFromEnvironmentAndNamespace(t *testing.T) {
 	r := runApp(t, app, "acquire", "k", "--owner", "o", "--expire", "10s", "--namespace", "other:")
 	requireCode(t, r, cli.ExitOK)
 
-	other := provider.New(e.srv.Client(t), &provider.Options{Namespace: "other:"})
+	other := operator.New(e.srv.Client(t), &operator.Options{Namespace: "other:"})
 	l, ok, err := other.Get(context.Background(), "k")
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -88,7 +89,7 @@ func TestAcquire(t *testing.T) {
 	requireCode(t, r, cli.ExitOK)
 	require.Empty(t, r.stderr)
 	for _, key := range []string{"p", "q"} {
-		l, _, err := e.p.Get(context.Background(), key)
+		l, _, err := e.ops.Get(context.Background(), key)
 		require.NoError(t, err)
 		require.Equal(t, provider.NoExpiry, l.TTL)
 	}
@@ -248,7 +249,7 @@ func TestReleaseAll(t *testing.T) {
 	requireCode(t, r, cli.ExitOK)
 	require.Equal(t, "released 0 locks of owner \"nobody\"\n", r.stdout)
 
-	locks, err := e.p.List(ctx)
+	locks, err := e.ops.List(ctx)
 	require.NoError(t, err)
 	require.Len(t, locks, 1)
 	require.Equal(t, "d", locks[0].Key)
@@ -270,7 +271,7 @@ func TestReleaseAllIsPacedLikeList(t *testing.T) {
 	require.Equal(t, "released 30 locks of owner \"o1\"\n", r.stdout)
 
 	charged := lim.Charged()
-	require.GreaterOrEqual(t, charged, int64(10_000/provider.ScanCount*budget.ScanCost), "every SCAN is charged the keys it examines")
+	require.GreaterOrEqual(t, charged, int64(10_000/operator.ScanCount*budget.ScanCost), "every SCAN is charged the keys it examines")
 	burst := int64(budget.Default / 10)
 	require.GreaterOrEqual(t, clock.Elapsed(), time.Duration(charged-burst)*time.Second/budget.Default,
 		"release-all waited for the budget")
@@ -347,7 +348,7 @@ func TestAReleaseAllThatStopsSaysWhatItReleased(t *testing.T) {
 	e := newEnv(t)
 	e.fill(t, "mine", "o1", 300, 0)
 
-	lim := budget.New(provider.ScanCount) // every batch of the walk waits for the budget
+	lim := budget.New(operator.ScanCount) // every batch of the walk waits for the budget
 	waits := 0
 	interrupted := errors.New("interrupted")
 	lim.SetClock(time.Now, func(context.Context, time.Duration) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -27,7 +28,7 @@ func lostKeys(lease *provider.Lease) []string {
 // a confirmed renewal); or, read from Redis now, each lost key was deleted, taken by another owner (named), or
 // replaced by a key of another type. The read is bounded by lossReadTimeout and runs in its own
 // goroutine.
-func explainLoss(ctx context.Context, p *provider.Provider, lease *provider.Lease) <-chan string {
+func explainLoss(ctx context.Context, ops *operator.Inspector, lease *provider.Lease) <-chan string {
 	out := make(chan string, 1)
 	if reason := provider.LossReason(lease.Err()); reason != "" {
 		out <- reason
@@ -39,7 +40,7 @@ func explainLoss(ctx context.Context, p *provider.Provider, lease *provider.Leas
 		defer cancel()
 		parts := make([]string, 0, len(keys))
 		for _, key := range keys {
-			l, ok, err := p.Get(ctx, key)
+			l, ok, err := ops.Get(ctx, key)
 			switch {
 			case err != nil:
 				parts = append(parts, fmt.Sprintf("%q could not be read to tell why (%s)", key, oneLine(err.Error())))

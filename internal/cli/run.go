@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -88,7 +89,7 @@ func runRun(ctx context.Context, s *session, o *options, p parsedArgs) int {
 		s.releaseLease(ctx, lease)
 		return s.cannotStart(p.tail[0], err)
 	}
-	return s.supervise(ctx, cmd, waited, c.p, lease, sigs, o.grace)
+	return s.supervise(ctx, cmd, waited, c.ops, lease, sigs, o.grace)
 }
 
 // speakWithoutBlocking sends the session's stderr lines through a lineQueue until the function
@@ -174,7 +175,7 @@ func (s *session) takeLease(ctx context.Context, c *conn, keys []string, o *opti
 	case errors.Is(err, errHeld):
 		key := waits.waitedFor()
 		msg := fmt.Sprintf("Failed to acquire lock for key %q", key)
-		if h := holderOf(ctx, c.p, key); h != "" {
+		if h := holderOf(ctx, c.ops, key); h != "" {
 			msg += " (held by " + h + ")"
 		}
 		s.errorf("%s; --timeout 0 tries once", msg)
@@ -186,7 +187,7 @@ func (s *session) takeLease(ctx context.Context, c *conn, keys []string, o *opti
 			return nil, ExitError
 		}
 		if key := waits.waitedFor(); key != "" {
-			if h := holderOf(ctx, c.p, key); h != "" {
+			if h := holderOf(ctx, c.ops, key); h != "" {
 				detail += fmt.Sprintf("; %q is held by %s", key, h)
 			}
 		}
@@ -199,11 +200,11 @@ func (s *session) takeLease(ctx context.Context, c *conn, keys []string, o *opti
 
 // holderOf describes who holds key now: the quoted owner, "a key of another type", or "" when
 // it is free or cannot be read (it only explains a failure that is reported anyway).
-func holderOf(ctx context.Context, p *provider.Provider, key string) string {
+func holderOf(ctx context.Context, ops *operator.Inspector, key string) string {
 	if key == "" {
 		return ""
 	}
-	l, ok, err := p.Get(ctx, key)
+	l, ok, err := ops.Get(ctx, key)
 	switch {
 	case err != nil || !ok:
 		return ""
@@ -227,7 +228,7 @@ func holderOf(ctx context.Context, p *provider.Provider, key string) string {
 // A lost lease is explained (see lossReason) by a read of Redis that runs beside the loop, so
 // that it never holds up a SIGKILL; its line is printed when the read is done, and before run
 // returns.
-func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan error, p *provider.Provider, lease *provider.Lease, sigs <-chan os.Signal, grace time.Duration) int {
+func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan error, ops *operator.Inspector, lease *provider.Lease, sigs <-chan os.Signal, grace time.Duration) int {
 	var (
 		termAt    time.Time // when run sent SIGTERM; zero before
 		forLease  bool      // that SIGTERM was because of the lease: exit ExitLockLost
@@ -283,7 +284,7 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 				lostMsg = func(reason string) string {
 					return fmt.Sprintf("lost the lock on %s while the command ran: %s", quoteKeys(lostKeys(lease)), reason)
 				}
-				reason = explainLoss(ctx, p, lease)
+				reason = explainLoss(ctx, ops, lease)
 			}
 			if reason != nil {
 				s.errorf("%s", lostMsg(<-reason))
@@ -315,7 +316,7 @@ func (s *session) supervise(ctx context.Context, cmd *exec.Cmd, waited <-chan er
 					return fmt.Sprintf("%s: %s; stopping it with SIGTERM (SIGKILL after %s)", lost, reason, killIn)
 				}
 			}
-			reason = explainLoss(ctx, p, lease)
+			reason = explainLoss(ctx, ops, lease)
 			step()
 		case r := <-reason:
 			reason = nil

@@ -52,7 +52,7 @@ func TestRunPassesTheExitCode(t *testing.T) {
 		requireCode(t, r, tt.want)
 		require.Empty(t, r.stderr)
 	}
-	locks, err := e.p.List(context.Background())
+	locks, err := e.ops.List(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, locks, "every lease was released")
 }
@@ -69,7 +69,7 @@ func TestRunHoldsTheLockWhileTheCommandRuns(t *testing.T) {
 	require.True(t, strings.HasPrefix(owner, provider.ExecuteOwnerPrefix), "owner %q", owner)
 	require.Len(t, owner, len("execute:")+36)
 	require.Equal(t, owner, e.holder(t, "k2"))
-	l, _, err := e.p.Get(context.Background(), "k1")
+	l, _, err := e.ops.Get(context.Background(), "k1")
 	require.NoError(t, err)
 	require.Greater(t, l.TTL, 20*time.Second)
 	require.LessOrEqual(t, l.TTL, 30*time.Second)

@@ -17,6 +17,7 @@ import (
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/internal/demo"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 	"github.com/locktui/locktui/tui"
@@ -99,7 +100,7 @@ func run(ctx context.Context, cfg cli.ConsoleConfig, client redis.UniversalClien
 		tcfg.Audit = sink
 		pub := events.NewPublisher(client, cfg.Namespace, events.SourceCLI, nil)
 		defer closePublisher(pub)
-		tcfg.Provider = provider.New(client, &provider.Options{
+		tcfg.Inspector = operator.New(client, &operator.Options{
 			Namespace: cfg.Namespace,
 			Observer:  pub,
 			Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),

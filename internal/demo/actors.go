@@ -97,7 +97,7 @@ func (s *Simulator) replant(ctx context.Context, w *worker) {
 			if w.rng.IntN(2) == 0 {
 				continue
 			}
-			if _, held, err := w.p.Get(ctx, st.key); err != nil || held {
+			if n, err := s.client.Exists(ctx, w.p.RedisKey(st.key)).Result(); err != nil || n > 0 {
 				continue
 			}
 			if st.prefix != "" {

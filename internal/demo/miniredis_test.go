@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/internal/demo"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -60,6 +61,7 @@ func TestProviderOnMiniredis(t *testing.T) {
 	p := provider.New(client, &provider.Options{Namespace: ns, Observer: obs, Logger: slog.New(slog.DiscardHandler),
 		DefaultRetryInterval: 10 * time.Millisecond, MaximumRetryInterval: 50 * time.Millisecond})
 	require.NoError(t, client.Set(ctx, "shopX1Y:cart:1", "*", 0).Err(), "a key the pattern would match unescaped")
+	ops := operator.New(client, &operator.Options{Namespace: ns})
 
 	// Acquire, conflict, re-entry, anonymous lock without TTL.
 	require.NoError(t, p.Acquire(ctx, []string{"cart:1", "cart:2"}, provider.AcquireOptions{Owner: "a", Expire: 10 * time.Second}))
@@ -70,9 +72,9 @@ func TestProviderOnMiniredis(t *testing.T) {
 	require.NoError(t, p.Acquire(ctx, []string{"stuck"}, provider.AcquireOptions{Expire: provider.NoExpiry}))
 	require.NoError(t, client.HSet(ctx, ns+"foreign", "f", "v").Err())
 
-	locks, err := p.List(ctx)
+	locks, err := ops.List(ctx)
 	require.NoError(t, err)
-	byKey := map[string]provider.Lock{}
+	byKey := map[string]operator.Lock{}
 	for _, l := range locks {
 		byKey[l.Key] = l
 	}
@@ -101,17 +103,18 @@ func TestProviderOnMiniredis(t *testing.T) {
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{ns + "foreign"}, matched, "SCAN MATCH takes escaped glob characters literally")
 
-	// A flushed script cache: EVALSHA fails with NOSCRIPT and the provider falls back to EVAL.
+	// A flushed script cache: EVALSHA fails with NOSCRIPT and the provider (and the operator's
+	// Inspector below) fall back to EVAL.
 	require.NoError(t, client.Do(ctx, "SCRIPT", "FLUSH").Err())
 	require.NoError(t, p.Acquire(ctx, []string{"order:1"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 
 	// ForceRelease compares the owner; ForceReleaseAny reports who held it.
-	how, err := p.ForceReleaseOwner(ctx, "order:1", "someone-else", provider.TellHolderFirst)
+	how, err := ops.ForceReleaseOwner(ctx, "order:1", "someone-else", operator.TellHolderFirst)
 	require.NoError(t, err)
-	assert.Equal(t, provider.NotReleased, how)
-	owner, how, err := p.ForceReleaseAny(ctx, "order:1", provider.TellHolderFirst)
+	assert.Equal(t, operator.NotReleased, how)
+	owner, how, err := ops.ForceReleaseAny(ctx, "order:1", operator.TellHolderFirst)
 	require.NoError(t, err)
-	assert.Equal(t, provider.Freed, how, "a plain acquisition cannot be told: freed at once")
+	assert.Equal(t, operator.Freed, how, "a plain acquisition cannot be told: freed at once")
 	assert.Equal(t, "o", owner)
 
 	// TTLs run down with the clock: a waiter gets a key whose holder never releases it.

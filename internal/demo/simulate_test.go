@@ -9,6 +9,7 @@ import (
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/demo"
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -72,8 +73,8 @@ func simulate(t *testing.T, client *redis.Client) {
 		return true
 	}, 20*time.Second, 20*time.Millisecond, "event kinds seen: %v", seen)
 
-	p := provider.New(client, &provider.Options{Namespace: ns})
-	locks, err := p.List(t.Context())
+	ops := operator.New(client, &operator.Options{Namespace: ns})
+	locks, err := ops.List(t.Context())
 	require.NoError(t, err)
 	owners := map[string]bool{}
 	programs := map[string]bool{}
@@ -107,7 +108,7 @@ func simulate(t *testing.T, client *redis.Client) {
 	assert.Positive(t, stats.Lost)
 	assert.Zero(t, stats.Errors, "stats: %+v", stats)
 	// Once Run returned, its locks (except the abandoned ones) were given back or expire soon.
-	after, err := p.List(t.Context())
+	after, err := ops.List(t.Context())
 	require.NoError(t, err)
 	for _, l := range after {
 		if l.TTL == provider.NoExpiry {

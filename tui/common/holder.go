@@ -5,15 +5,16 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
 // Holder names a holder record's process in a table cell of width cells: program/pid@host,
-// "?" for what is not known, program and host through provider.Printable. When it does not fit,
+// "?" for what is not known, program and host through operator.Printable. When it does not fit,
 // the host gives way first (shortened in its middle, then dropped), then the program (in its
 // middle); the pid stays whole: it is what tells two workers of one program apart.
 func Holder(h provider.Holder, width int) string {
-	program, host, pid := provider.Printable(h.Program), provider.Printable(h.Host), "?"
+	program, host, pid := operator.Printable(h.Program), operator.Printable(h.Host), "?"
 	if h.Program == "" {
 		program = "?"
 	}

@@ -10,12 +10,12 @@ import (
 
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/redistest"
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 )
 
 type discardSink struct{}
 
-func (discardSink) Observe([]provider.Lock, time.Time, uint64) {}
+func (discardSink) Observe([]operator.Lock, time.Time, uint64) {}
 func (discardSink) EndScan(uint64, time.Time)                  {}
 func (discardSink) Absent([]string, time.Time)                 {}
 
@@ -49,7 +49,7 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	require.Equal(t, locks, st.Locks)
 
 	scans, reads := hook.Count("scan"), hook.Count("get")+hook.Count("pttl")
-	assert.Equal(t, provider.ReadsPerKey*locks, reads)
+	assert.Equal(t, operator.ReadsPerKey*locks, reads)
 	assert.Equal(t, scans, st.Scans)
 	assert.Equal(t, scans*budget.ScanCost+reads, st.Cost, "every SCAN is charged the keys it examines")
 	assert.Equal(t, int64(st.Cost), src.limiter.Charged(), "the whole cost went through the budget")
@@ -67,7 +67,7 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 		"keys examined + reads = %.0f in %.2fs of budget", work, elapsed)
 }
 
-// A targeted read is charged what it sends: provider.ReadsPerKey reads per key, as a refresh's
+// A targeted read is charged what it sends: operator.ReadsPerKey reads per key, as a refresh's
 // reads are (docs/console-cost.md).
 func TestReadIsChargedEveryCommandItSends(t *testing.T) {
 	srv := redistest.Start(t)
@@ -75,12 +75,12 @@ func TestReadIsChargedEveryCommandItSends(t *testing.T) {
 	s := New(Options{Client: client})
 	_, err := s.ReadInto(t.Context(), discard{}, []string{"a", "b", "c", "d"})
 	require.NoError(t, err)
-	assert.Equal(t, int64(4*provider.ReadsPerKey), s.limiter.Charged())
+	assert.Equal(t, int64(4*operator.ReadsPerKey), s.limiter.Charged())
 }
 
 // discard is a Sink that keeps nothing.
 type discard struct{}
 
-func (discard) Observe([]provider.Lock, time.Time, uint64) {}
+func (discard) Observe([]operator.Lock, time.Time, uint64) {}
 func (discard) EndScan(uint64, time.Time)                  {}
 func (discard) Absent([]string, time.Time)                 {}

@@ -1,6 +1,6 @@
 // Package source is the console's Redis side: it reads the namespace (full refreshes through
-// provider.ScanWith paced to a budget, targeted reads after keyspace notifications, time-boxed
-// sampling), checks the server (PING, INFO, CONFIG GET), and feeds what it reads, with the lock
+// operator.Inspector.ScanWith paced to a budget, targeted reads after keyspace notifications,
+// time-boxed sampling), checks the server (PING, INFO, CONFIG GET), and feeds what it reads, with the lock
 // events from pub/sub, into a Hub: the one goroutine that owns the store and hands out Views.
 // The Watcher owns the loops that do it while the console runs (heartbeat, refreshes, keyspace
 // and lock-event feeds, re-reads of countdowns at zero), one goroutine each, paced and retried

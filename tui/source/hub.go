@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/store"
 )
 
@@ -36,7 +36,7 @@ const (
 
 type input struct {
 	kind  inputKind
-	locks []provider.Lock
+	locks []operator.Lock
 	keys  []string
 	at    time.Time
 	scan  uint64
@@ -78,7 +78,7 @@ func NewHub() *Hub {
 }
 
 // Observe queues locks read at `at` (see Sink).
-func (h *Hub) Observe(locks []provider.Lock, at time.Time, scan uint64) {
+func (h *Hub) Observe(locks []operator.Lock, at time.Time, scan uint64) {
 	h.send(input{kind: inObserve, locks: locks, at: at, scan: scan})
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/internal/pubsub"
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 )
 
 // Keyspace tuning.
@@ -52,7 +52,7 @@ type Keyspace struct {
 // done.
 func (s *Source) SubscribeKeyspace(ctx context.Context, db int) (*Keyspace, error) {
 	prefix := "__keyspace@" + strconv.Itoa(db) + "__:"
-	pattern := prefix + provider.LiteralPattern(s.ns) + "*"
+	pattern := prefix + operator.LiteralPattern(s.ns) + "*"
 	ps, err := pubsub.Open(ctx, s.client, pubsub.Spec{Patterns: []string{pattern}}, subscribeTimeout)
 	if err != nil {
 		return nil, err

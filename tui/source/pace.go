@@ -7,7 +7,7 @@ import (
 )
 
 // Pace charges the budget for what a walk made on the operator's behalf is about to send
-// (provider.ScanOptions.Pace: scans SCANs, each charged budget.ScanCost, and reads commands) and
+// (operator.ScanOptions.Pace: scans SCANs, each charged budget.ScanCost, and reads commands) and
 // waits, as a refresh does, until the budget allows it or ctx ends. The console's release of
 // an owner's locks walks the namespace through it, so it shares the refreshes' budget.
 func (s *Source) Pace(ctx context.Context, scans, reads int) error {

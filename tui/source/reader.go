@@ -9,11 +9,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/internal/budget"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
-// ScanCount is the COUNT hint of every SCAN: the batch size of a refresh (provider.ScanCount).
-const ScanCount = provider.ScanCount
+// ScanCount is the COUNT hint of every SCAN: the batch size of a refresh (operator.ScanCount).
+const ScanCount = operator.ScanCount
 
 // Options configure a Source.
 type Options struct {
@@ -27,11 +28,11 @@ type Options struct {
 	Budget int
 }
 
-// Source reads the lock namespace from Redis, through the provider's scanner and reads, paced
-// to its budget. It is safe for concurrent use.
+// Source reads the lock namespace from Redis, through an operator.Inspector's scanner and reads,
+// paced to its budget. It is safe for concurrent use.
 type Source struct {
 	client  redis.UniversalClient
-	p       *provider.Provider
+	ins     *operator.Inspector
 	ns      string
 	limiter *budget.Limiter
 	scans   atomic.Uint64
@@ -53,7 +54,7 @@ func New(opts Options) *Source {
 	}
 	return &Source{
 		client:  opts.Client,
-		p:       provider.New(opts.Client, &provider.Options{Namespace: opts.Namespace}),
+		ins:     operator.New(opts.Client, &operator.Options{Namespace: opts.Namespace}),
 		ns:      opts.Namespace,
 		limiter: budget.New(opts.Budget),
 	}
@@ -72,7 +73,7 @@ func (s *Source) Client() redis.UniversalClient { return s.client }
 type Sink interface {
 	// Observe takes locks read at `at`; scan is the full scan they belong to (0 for a
 	// targeted read).
-	Observe(locks []provider.Lock, at time.Time, scan uint64)
+	Observe(locks []operator.Lock, at time.Time, scan uint64)
 	// EndScan says full scan `scan`, started at `started`, is complete.
 	EndScan(scan uint64, started time.Time)
 	// Absent takes keys a targeted read found missing at `at`.
@@ -86,7 +87,7 @@ type ScanStats struct {
 	Took    time.Duration
 	// Locks is the number of locks read (a key SCAN returned twice counts twice).
 	Locks int
-	// Commands is what the refresh sent: the SCANs plus provider.ReadsPerKey reads (the lock's
+	// Commands is what the refresh sent: the SCANs plus operator.ReadsPerKey reads (the lock's
 	// GET and PTTL, its holder record's PTTL and GET) per key returned.
 	Commands int
 	// Scans is the number of SCANs sent; each examines about ScanCount keys of the database.
@@ -124,9 +125,9 @@ func (s *Source) setProgress(f func(p *Progress)) {
 }
 
 // Scan reads every lock of the namespace into sink, batch by batch, paced to the budget, with
-// provider.ScanWith (one round trip per batch plus one). A batch is delivered as soon as it is
-// read, so a large namespace fills the screen progressively; EndScan follows only when the
-// whole keyspace was walked without error. Progress says how far it is meanwhile.
+// operator.Inspector.ScanWith (one round trip per batch plus one). A batch is delivered as soon
+// as it is read, so a large namespace fills the screen progressively; EndScan follows only when
+// the whole keyspace was walked without error. Progress says how far it is meanwhile.
 func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 	st := ScanStats{Scan: s.scans.Add(1), Started: time.Now()}
 	s.setProgress(func(p *Progress) { *p = Progress{Running: true} })
@@ -141,7 +142,7 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 		s.setProgress(func(p *Progress) { p.Examined += n * ScanCount })
 		return s.limiter.Wait(ctx, c)
 	}
-	err := s.p.ScanWith(ctx, provider.ScanOptions{Pace: pace}, func(found []provider.Lock) error {
+	err := s.ins.ScanWith(ctx, operator.ScanOptions{Pace: pace}, func(found []operator.Lock) error {
 		locks.Add(int64(len(found)))
 		s.setProgress(func(p *Progress) { p.Locks += len(found) })
 		sink.Observe(found, time.Now(), st.Scan)
@@ -159,21 +160,21 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 
 // Read reads keys (without namespace) in one pipeline, paced to the budget, and reports the
 // locks found and the keys missing.
-func (s *Source) Read(ctx context.Context, keys []string) (found []provider.Lock, absent []string, at time.Time, err error) {
+func (s *Source) Read(ctx context.Context, keys []string) (found []operator.Lock, absent []string, at time.Time, err error) {
 	found, absent, at, err = s.ReadUnpaced(ctx, keys)
 	if err == nil && len(keys) > 0 {
-		err = s.limiter.Wait(ctx, provider.ReadsPerKey*len(keys))
+		err = s.limiter.Wait(ctx, operator.ReadsPerKey*len(keys))
 	}
 	return found, absent, at, err
 }
 
 // ReadUnpaced is Read outside the budget: for what the operator asked for by name (an exact
 // lookup, the re-read after a release) and for sampling, whose cost is stated separately.
-func (s *Source) ReadUnpaced(ctx context.Context, keys []string) (found []provider.Lock, absent []string, at time.Time, err error) {
+func (s *Source) ReadUnpaced(ctx context.Context, keys []string) (found []operator.Lock, absent []string, at time.Time, err error) {
 	if len(keys) == 0 {
 		return nil, nil, time.Now(), nil
 	}
-	found, absent, err = s.p.Read(ctx, keys)
+	found, absent, err = s.ins.Read(ctx, keys)
 	return found, absent, time.Now(), err
 }
 
@@ -189,8 +190,8 @@ func (s *Source) ReadUnpacedInto(ctx context.Context, sink Sink, keys []string) 
 }
 
 // deliver hands the result of a read to sink.
-func deliver(sink Sink) func(found []provider.Lock, absent []string, at time.Time, err error) (int, error) {
-	return func(found []provider.Lock, absent []string, at time.Time, err error) (int, error) {
+func deliver(sink Sink) func(found []operator.Lock, absent []string, at time.Time, err error) (int, error) {
+	return func(found []operator.Lock, absent []string, at time.Time, err error) (int, error) {
 		if err != nil {
 			return 0, err
 		}

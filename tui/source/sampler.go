@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 )
 
 // Sampling, the opt-in contention probe for keys that only stock Medusa processes use (they
@@ -53,10 +53,10 @@ func (s *Source) NewSampler(keys []string) *Sampler {
 	return &Sampler{src: s, keys: keys, until: time.Now().Add(SampleFor)}
 }
 
-// Cost is the commands per second the sampler sends: the provider.ReadsPerKey reads of each key
+// Cost is the commands per second the sampler sends: the operator.ReadsPerKey reads of each key
 // (the lock and its holder record) every SampleInterval, plus one INFO a second.
 func (sm *Sampler) Cost() int {
-	return provider.ReadsPerKey*len(sm.keys)*int(time.Second/SampleInterval) + 1
+	return operator.ReadsPerKey*len(sm.keys)*int(time.Second/SampleInterval) + 1
 }
 
 // Keys returns the keys sampled.
@@ -71,7 +71,7 @@ func (sm *Sampler) Step(ctx context.Context, sink Sink) (SampleStats, error) {
 	if _, err := sm.src.ReadUnpacedInto(ctx, sink, sm.keys); err != nil {
 		return st, err
 	}
-	st.Commands = provider.ReadsPerKey * len(sm.keys)
+	st.Commands = operator.ReadsPerKey * len(sm.keys)
 	if now := time.Now(); now.Sub(sm.lastCallsAt) >= time.Second {
 		calls, err := sm.src.ScriptCalls(ctx)
 		if err == nil {

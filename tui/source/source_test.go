@@ -14,6 +14,7 @@ import (
 
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
 	"github.com/locktui/locktui/tui/store"
@@ -22,16 +23,16 @@ import (
 // sink records what a Source delivers.
 type sink struct {
 	mu     sync.Mutex
-	locks  map[string]provider.Lock
+	locks  map[string]operator.Lock
 	absent []string
 	ended  []uint64
 }
 
-func (s *sink) Observe(locks []provider.Lock, _ time.Time, _ uint64) {
+func (s *sink) Observe(locks []operator.Lock, _ time.Time, _ uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.locks == nil {
-		s.locks = map[string]provider.Lock{}
+		s.locks = map[string]operator.Lock{}
 	}
 	for _, l := range locks {
 		s.locks[l.Key] = l
@@ -83,7 +84,7 @@ func TestScanReadsEveryLockWithinTheStatedCost(t *testing.T) {
 	assert.Equal(t, 2*(n+2), count.Count("get"), "the locks and their holder records")
 	assert.Equal(t, 2*(n+2), count.Count("pttl"), "the locks and their holder records")
 	reads := count.Count("get") + count.Count("pttl")
-	assert.Equal(t, provider.ReadsPerKey*(n+2), reads)
+	assert.Equal(t, operator.ReadsPerKey*(n+2), reads)
 	assert.Equal(t, scans+reads, st.Commands, "the stats count what was sent")
 	assert.Equal(t, scans, st.Scans)
 	assert.Equal(t, scans*budget.ScanCost+reads, st.Cost, "a SCAN costs the keys it examines, a read one")
@@ -158,7 +159,7 @@ func TestHubBuildsViewsForTheQuery(t *testing.T) {
 	h := source.NewHub()
 	go h.Run(ctx)
 	defer func() { cancel(); <-h.Done() }()
-	h.Observe([]provider.Lock{
+	h.Observe([]operator.Lock{
 		{Key: "cart:1", Owner: "a", TTL: time.Minute},
 		{Key: "order:1", Owner: "b", TTL: time.Minute},
 	}, time.Now(), 1)
@@ -179,7 +180,7 @@ func TestSamplerCountsHandoffs(t *testing.T) {
 	require.NoError(t, client.Set(ctx, "medusa_lock:hot", "a", time.Minute).Err())
 	src := source.New(source.Options{Client: client})
 	sm := src.NewSampler([]string{"hot", "missing"})
-	assert.Equal(t, 2*provider.ReadsPerKey*4+1, sm.Cost(), "two keys, ReadsPerKey reads each, four times a second, plus INFO")
+	assert.Equal(t, 2*operator.ReadsPerKey*4+1, sm.Cost(), "two keys, ReadsPerKey reads each, four times a second, plus INFO")
 	var got sink
 	st, err := sm.Step(ctx, &got)
 	require.NoError(t, err)

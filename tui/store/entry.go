@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -66,7 +67,7 @@ type Entry struct {
 	FirstSeen time.Time
 	// Record is the lock's holder record as last read: who holds it, since when, its fencing
 	// token; nil for a lock taken by a client that writes none (stock Medusa).
-	Record *provider.Record
+	Record *operator.Record
 	// RenewedAt is when the TTL last jumped up (zero if never).
 	RenewedAt time.Time
 	// GoneAt is when the lock was seen released or expired (zero while held).
@@ -82,7 +83,7 @@ func newEntry(key, owner string) *Entry {
 }
 
 // setRecord sets e's holder record, and what a holder filter matches with it.
-func (e *Entry) setRecord(r *provider.Record) {
+func (e *Entry) setRecord(r *operator.Record) {
 	e.Record = r
 	e.holderLower = strings.ToLower(holderText(r))
 }

@@ -51,7 +51,7 @@ func cutField(s string) (field, pattern string) {
 
 // unquote returns the text a pattern written as a Go-quoted string stands for: the console
 // shows keys and owners that are empty or hold spaces or control characters that way
-// (provider.Printable), so "" is the empty owner and "svc one" the owner svc one. ok is false
+// (operator.Printable), so "" is the empty owner and "svc one" the owner svc one. ok is false
 // for any other pattern, which is taken as typed.
 func unquote(pattern string) (text string, ok bool) {
 	if len(pattern) < 2 || pattern[0] != '"' {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -17,7 +18,7 @@ const (
 	// NoRecordGroup names the group of the locks without record (owners by process).
 	NoRecordGroup = "no holder record"
 	// NoRecordWhy is the same in a line, with the reason.
-	NoRecordWhy = provider.NoHolderRecord
+	NoRecordWhy = operator.NoHolderRecord
 )
 
 // GroupLocks is how many of a group's locks a View keeps, the oldest: what the owners view
@@ -230,7 +231,7 @@ func rankHolders(rows []sortRow) {
 // holderText is what a holder filter matches for a lock with record r: the process as the
 // detail names it ("medusa-worker (pid 4242 on web-1, bridge client)"), NoRecordWhy without
 // record.
-func holderText(r *provider.Record) string {
+func holderText(r *operator.Record) string {
 	if r == nil {
 		return NoRecordWhy
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/store"
 )
@@ -18,15 +19,15 @@ var (
 )
 
 // recorded is a lock with a holder record whose hold began at since.
-func recorded(key, owner string, h provider.Holder, since time.Time) provider.Lock {
+func recorded(key, owner string, h provider.Holder, since time.Time) operator.Lock {
 	l := lock(key, owner, time.Minute)
-	l.Record = &provider.Record{Holder: h, AcquiredAt: since, FencingToken: 1}
+	l.Record = &operator.Record{Holder: h, AcquiredAt: since, FencingToken: 1}
 	return l
 }
 
 func TestHeldForIsTheRecordsHoldElseALowerBound(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{recorded("rec", "o", worker, t0.Add(-3*time.Hour)), lock("stock", "o", time.Minute)}, t0, 1)
+	s.Observe([]operator.Lock{recorded("rec", "o", worker, t0.Add(-3*time.Hour)), lock("stock", "o", time.Minute)}, t0, 1)
 	now := t0.Add(time.Minute)
 
 	held, exact := s.Lock("rec").HeldFor(now)
@@ -43,8 +44,8 @@ func TestHeldForIsTheRecordsHoldElseALowerBound(t *testing.T) {
 
 func TestSortByHeldPutsTheLongestHoldFirst(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("a-seen-first", "o", time.Minute)}, t0, 1)
-	s.Observe([]provider.Lock{recorded("b-held-for-hours", "o", worker, t0.Add(-2*time.Hour)),
+	s.Observe([]operator.Lock{lock("a-seen-first", "o", time.Minute)}, t0, 1)
+	s.Observe([]operator.Lock{recorded("b-held-for-hours", "o", worker, t0.Add(-2*time.Hour)),
 		lock("c-seen-later", "o", time.Minute)}, t0.Add(time.Second), 0)
 	v := s.Build(store.Query{LockSort: store.Sort{Column: store.LockByHeld}}, t0.Add(2*time.Second))
 	assert.Equal(t, []string{"b-held-for-hours", "a-seen-first", "c-seen-later"}, keysOf(v))
@@ -52,7 +53,7 @@ func TestSortByHeldPutsTheLongestHoldFirst(t *testing.T) {
 
 func TestOwnersOldestIsTheTrueHoldWhereRecorded(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("seen", "svc", time.Minute),
+	s.Observe([]operator.Lock{lock("seen", "svc", time.Minute),
 		recorded("recorded", "svc", worker, t0.Add(-time.Hour)), recorded("alone", "other", worker, t0)}, t0, 1)
 	v := s.Build(store.Query{}, t0)
 	require.Len(t, v.Owners, 2)
@@ -68,7 +69,7 @@ func TestOwnersOldestIsTheTrueHoldWhereRecorded(t *testing.T) {
 
 func TestProcessesGroupByHolderAndTheLocksWithoutRecordInOneRow(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		recorded("w1", "execute:1", worker, t0.Add(-time.Hour)),
 		recorded("w2", "execute:2", worker, t0.Add(-time.Minute)),
 		recorded("w3", "execute:2", worker, t0.Add(-time.Second)),
@@ -77,7 +78,7 @@ func TestProcessesGroupByHolderAndTheLocksWithoutRecordInOneRow(t *testing.T) {
 		lock("stock2", "*", time.Minute),
 		{Key: "list", Foreign: true, TTL: provider.NoExpiry},
 	}, t0, 1)
-	s.Observe([]provider.Lock{lock("gone", "o", time.Minute)}, t0, 0)
+	s.Observe([]operator.Lock{lock("gone", "o", time.Minute)}, t0, 0)
 	s.Absent([]string{"gone"}, t0)
 
 	v := s.Build(store.Query{Grouping: store.ByProcess}, t0)
@@ -106,7 +107,7 @@ func TestProcessesGroupByHolderAndTheLocksWithoutRecordInOneRow(t *testing.T) {
 
 func TestGroupKeepsItsOldestLocksOnly(t *testing.T) {
 	s := store.New()
-	var locks []provider.Lock
+	var locks []operator.Lock
 	n := store.GroupLocks + 10
 	for i := range n {
 		// Newest first, so that every insertion lands in front.
@@ -141,7 +142,7 @@ func holders(rows []store.ProcessRow) []provider.Holder {
 
 func TestSortByHolderNamesTheProcessAndPutsNoRecordLast(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("a-stock", "o", time.Minute), recorded("b-worker", "o", worker, t0),
+	s.Observe([]operator.Lock{lock("a-stock", "o", time.Minute), recorded("b-worker", "o", worker, t0),
 		recorded("c-cron", "o", cron, t0)}, t0, 1)
 	v := s.Build(store.Query{LockSort: store.Sort{Column: store.LockByHolder}}, t0)
 	assert.Equal(t, []string{"c-cron", "b-worker", "a-stock"}, keysOf(v))
@@ -152,7 +153,7 @@ func TestSortByHolderNamesTheProcessAndPutsNoRecordLast(t *testing.T) {
 // owner and key of the locks it selects, and a renewal that brings another record re-matches.
 func TestHolderFilterSelectsByTheHoldingProcess(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		recorded("cart:1", "execute:1", worker, t0), recorded("cart:2", "execute:2", cron, t0),
 		lock("stock:1", "svc", time.Minute), {Key: "stats", Foreign: true, TTL: provider.NoExpiry},
 	}, t0, 1)
@@ -179,7 +180,7 @@ func TestHolderFilterSelectsByTheHoldingProcess(t *testing.T) {
 	assert.Equal(t, "execute:1", v.Owners[0].Owner)
 
 	l := recorded("cart:2", "execute:2", worker, t0) // the same hold, now recorded for worker
-	s.Observe([]provider.Lock{l}, t0.Add(time.Second), 2)
+	s.Observe([]operator.Lock{l}, t0.Add(time.Second), 2)
 	v = s.Build(store.Query{Filter: "holder:web-1", LockSort: store.Sort{Column: store.LockByKey}}, t0.Add(time.Second))
 	assert.ElementsMatch(t, []string{"cart:1", "cart:2"}, keysOf(v))
 }

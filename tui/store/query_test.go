@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/store"
 )
@@ -35,7 +36,7 @@ var filterTests = []struct {
 
 func filterStore() *store.Store {
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		lock("cart:1", "execute:1111", 30*time.Second),
 		lock("cart:2", "execute:2222", 40*time.Second),
 		lock("Order:10", "svc-a", 50*time.Second),
@@ -88,13 +89,13 @@ func keysOf(v *store.View) []string {
 
 func TestLockSort(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		lock("b-held", "o2", 60*time.Second),
 		lock("a-expiring", "o1", 4*time.Second),
 		lock("c-nottl", "o3", provider.NoExpiry),
 		lock("d-held", "o1", 90*time.Second),
 	}, t0, 1)
-	s.Observe([]provider.Lock{lock("e-new", "o0", 30*time.Second)}, t0.Add(time.Second), 0)
+	s.Observe([]operator.Lock{lock("e-new", "o0", 30*time.Second)}, t0.Add(time.Second), 0)
 	now := t0.Add(time.Second)
 	cases := []struct {
 		sort store.Sort
@@ -118,7 +119,7 @@ func TestLockSort(t *testing.T) {
 
 func TestSortByContention(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("a", "o", time.Minute), lock("b", "o", time.Minute), lock("c", "o", time.Minute)}, t0, 1)
+	s.Observe([]operator.Lock{lock("a", "o", time.Minute), lock("b", "o", time.Minute), lock("c", "o", time.Minute)}, t0, 1)
 	for i := 0; i < 3; i++ {
 		s.Event(store.Event{Kind: provider.EventWaiting, Key: "c", Owner: "w", Time: t0})
 	}
@@ -129,8 +130,8 @@ func TestSortByContention(t *testing.T) {
 
 func TestOwners(t *testing.T) {
 	s := filterStore()
-	s.Observe([]provider.Lock{lock("cart:3", "execute:1111", time.Minute)}, t0.Add(time.Second), 0)
-	s.Observe([]provider.Lock{{Key: "list", Foreign: true, TTL: provider.NoExpiry}}, t0, 0)
+	s.Observe([]operator.Lock{lock("cart:3", "execute:1111", time.Minute)}, t0.Add(time.Second), 0)
+	s.Observe([]operator.Lock{{Key: "list", Foreign: true, TTL: provider.NoExpiry}}, t0, 0)
 	v := s.Build(store.Query{}, t0.Add(2*time.Second))
 	require.Len(t, v.Owners, 5, "a foreign key has no owner")
 	first := v.Owners[0]
@@ -160,8 +161,8 @@ func TestSortNext(t *testing.T) {
 
 func TestGoneRowsComeAfterLiveOnesInEveryOrder(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("a-gone", "o", time.Minute), lock("b-gone", "o", time.Minute)}, t0, 1)
-	s.Observe([]provider.Lock{lock("c-live", "o", time.Minute), lock("d-nottl", "o", provider.NoExpiry)}, t0, 2)
+	s.Observe([]operator.Lock{lock("a-gone", "o", time.Minute), lock("b-gone", "o", time.Minute)}, t0, 1)
+	s.Observe([]operator.Lock{lock("c-live", "o", time.Minute), lock("d-nottl", "o", provider.NoExpiry)}, t0, 2)
 	s.EndScan(2, t0.Add(time.Millisecond), t0.Add(time.Second))
 	s.Absent([]string{"b-gone"}, t0.Add(2*time.Second))
 	now := t0.Add(2 * time.Second)
@@ -188,7 +189,7 @@ func TestMatchedCountsTheLiveLocksThatPassTheFilter(t *testing.T) {
 
 func TestForeignKeyWithoutExpiryHasNoExpiry(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{{Key: "list", Foreign: true, TTL: provider.NoExpiry},
+	s.Observe([]operator.Lock{{Key: "list", Foreign: true, TTL: provider.NoExpiry},
 		{Key: "hash", Foreign: true, TTL: 30 * time.Second}}, t0, 1)
 	assert.Equal(t, provider.NoExpiry, s.Lock("list").TTL(t0.Add(time.Hour)), "not about to expire: never")
 	assert.Equal(t, 20*time.Second, s.Lock("hash").TTL(t0.Add(10*time.Second)))
@@ -196,11 +197,11 @@ func TestForeignKeyWithoutExpiryHasNoExpiry(t *testing.T) {
 }
 
 // The console shows an empty owner, and keys and owners with spaces or control characters,
-// quoted and escaped (provider.Printable); typed that way after "/", they are matched exactly,
+// quoted and escaped (operator.Printable); typed that way after "/", they are matched exactly,
 // so what the operator sees is what they can filter by.
 func TestQuotedFilterMatchesWhatTheConsoleShows(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		lock("empty-owner", "", provider.NoExpiry),
 		lock("spaced", "svc one", time.Minute),
 		lock("escape", "svc\x1b[2J", time.Minute),
@@ -218,7 +219,7 @@ func TestQuotedFilterMatchesWhatTheConsoleShows(t *testing.T) {
 		`="with space"`:                {"with space"},
 		`owner:svc`:                    {"spaced", "escape", "plain"},
 		`owner:"svc`:                   nil, // not a quoted string: a substring, which no owner holds
-		provider.Printable(`"quoted"`): {`"quoted"`},
+		operator.Printable(`"quoted"`): {`"quoted"`},
 		`"quoted"`:                     nil, // the key quoted stands for quoted, which is no key
 	} {
 		v := s.Build(store.Query{Filter: filter, LockSort: store.Sort{Column: store.LockByKey}}, t0)
@@ -249,7 +250,7 @@ var literalFilterTests = []struct {
 
 func TestLiteralFilter(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		lock("=cart", "o", time.Minute),
 		lock("=cart:2", "o", time.Minute),
 		lock("cart", "o", time.Minute),

@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -82,13 +83,13 @@ func (s *Store) remove(key string) {
 // Observe records locks read at `at`. scan is the id of the full scan the batch belongs to
 // (0 for a targeted read: keyspace notification or sampling). A lock whose owner changed starts
 // a new holding (and counts as a hand-off); a deadline that moved later marks it RENEWED.
-func (s *Store) Observe(locks []provider.Lock, at time.Time, scan uint64) {
+func (s *Store) Observe(locks []operator.Lock, at time.Time, scan uint64) {
 	for i := range locks {
 		s.observe(&locks[i], at, scan)
 	}
 }
 
-func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
+func (s *Store) observe(l *operator.Lock, at time.Time, scan uint64) {
 	rec := s.get(l.Key)
 	var deadline time.Time
 	noTTL := l.TTL < 0 && !l.Foreign
@@ -144,7 +145,7 @@ func (s *Store) observe(l *provider.Lock, at time.Time, scan uint64) {
 
 // sameHolder tells whether two reads of a lock's holder record show the same hold by the same
 // process (a re-entry by another process of the same owner changes it).
-func sameHolder(a, b *provider.Record) bool {
+func sameHolder(a, b *operator.Record) bool {
 	if a == nil || b == nil {
 		return a == b
 	}

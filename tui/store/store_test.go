@@ -8,19 +8,20 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/store"
 )
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func lock(key, owner string, ttl time.Duration) provider.Lock {
-	return provider.Lock{Key: key, Owner: owner, TTL: ttl}
+func lock(key, owner string, ttl time.Duration) operator.Lock {
+	return operator.Lock{Key: key, Owner: owner, TTL: ttl}
 }
 
 func TestCountdownBetweenObservations(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("a", "o", 30*time.Second)}, t0, 1)
+	s.Observe([]operator.Lock{lock("a", "o", 30*time.Second)}, t0, 1)
 	e := s.Lock("a")
 	require.NotNil(t, e)
 	assert.Equal(t, 30*time.Second, e.TTL(t0))
@@ -32,10 +33,10 @@ func TestCountdownBetweenObservations(t *testing.T) {
 
 func TestUnchangedObservationKeepsEntry(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("a", "o", 30*time.Second)}, t0, 1)
+	s.Observe([]operator.Lock{lock("a", "o", 30*time.Second)}, t0, 1)
 	before := s.Lock("a")
 	// One second later the TTL read is one second lower: the same deadline.
-	s.Observe([]provider.Lock{lock("a", "o", 29*time.Second+50*time.Millisecond)}, t0.Add(time.Second), 2)
+	s.Observe([]operator.Lock{lock("a", "o", 29*time.Second+50*time.Millisecond)}, t0.Add(time.Second), 2)
 	assert.Same(t, before, s.Lock("a"), "an unchanged lock must not allocate a new entry")
 }
 
@@ -45,46 +46,46 @@ var stateTests = []struct {
 	at    time.Time
 	want  store.State
 }{
-	{"held", func(s *store.Store) { s.Observe([]provider.Lock{lock("k", "o", 60*time.Second)}, t0, 1) }, t0.Add(10 * time.Second), store.StateHeld},
-	{"expiring under 20% of lease", func(s *store.Store) { s.Observe([]provider.Lock{lock("k", "o", 100*time.Second)}, t0, 1) }, t0.Add(81 * time.Second), store.StateExpiring},
-	{"not expiring at 21% of lease", func(s *store.Store) { s.Observe([]provider.Lock{lock("k", "o", 100*time.Second)}, t0, 1) }, t0.Add(79 * time.Second), store.StateHeld},
-	{"expiring under 5s", func(s *store.Store) { s.Observe([]provider.Lock{lock("k", "o", 8*time.Second)}, t0, 1) }, t0.Add(4 * time.Second), store.StateExpiring},
-	{"no ttl", func(s *store.Store) { s.Observe([]provider.Lock{lock("k", "o", provider.NoExpiry)}, t0, 1) }, t0.Add(time.Hour), store.StateNoTTL},
+	{"held", func(s *store.Store) { s.Observe([]operator.Lock{lock("k", "o", 60*time.Second)}, t0, 1) }, t0.Add(10 * time.Second), store.StateHeld},
+	{"expiring under 20% of lease", func(s *store.Store) { s.Observe([]operator.Lock{lock("k", "o", 100*time.Second)}, t0, 1) }, t0.Add(81 * time.Second), store.StateExpiring},
+	{"not expiring at 21% of lease", func(s *store.Store) { s.Observe([]operator.Lock{lock("k", "o", 100*time.Second)}, t0, 1) }, t0.Add(79 * time.Second), store.StateHeld},
+	{"expiring under 5s", func(s *store.Store) { s.Observe([]operator.Lock{lock("k", "o", 8*time.Second)}, t0, 1) }, t0.Add(4 * time.Second), store.StateExpiring},
+	{"no ttl", func(s *store.Store) { s.Observe([]operator.Lock{lock("k", "o", provider.NoExpiry)}, t0, 1) }, t0.Add(time.Hour), store.StateNoTTL},
 	{"foreign", func(s *store.Store) {
-		s.Observe([]provider.Lock{{Key: "k", Foreign: true, TTL: provider.NoExpiry}}, t0, 1)
+		s.Observe([]operator.Lock{{Key: "k", Foreign: true, TTL: provider.NoExpiry}}, t0, 1)
 	}, t0, store.StateForeign},
 	{"renewed when the TTL jumps up", func(s *store.Store) {
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0.Add(10*time.Second), 2)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0.Add(10*time.Second), 2)
 	}, t0.Add(11 * time.Second), store.StateRenewed},
 	{"renewed ends after RenewedFor", func(s *store.Store) {
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0.Add(10*time.Second), 2)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0.Add(10*time.Second), 2)
 	}, t0.Add(10*time.Second + store.RenewedFor), store.StateHeld},
 	{"renewed by event", func(s *store.Store) {
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
 		s.Event(store.Event{Kind: provider.EventRenewed, Key: "k", Owner: "o", Time: t0.Add(time.Second)})
 	}, t0.Add(2 * time.Second), store.StateRenewed},
 	{"renewed event of another owner ignored", func(s *store.Store) {
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
 		s.Event(store.Event{Kind: provider.EventRenewed, Key: "k", Owner: "x", Time: t0.Add(time.Second)})
 	}, t0.Add(2 * time.Second), store.StateHeld},
 	{"gone after a scan misses it", func(s *store.Store) {
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
 		s.EndScan(2, t0.Add(time.Second), t0.Add(2*time.Second))
 	}, t0.Add(3 * time.Second), store.StateGone},
 	{"gone after a targeted read misses it", func(s *store.Store) {
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
 		s.Absent([]string{"k"}, t0.Add(time.Second))
 	}, t0.Add(2 * time.Second), store.StateGone},
 	{"a scan that started before a targeted read does not mark it gone", func(s *store.Store) {
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0.Add(2*time.Second), 0)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0.Add(2*time.Second), 0)
 		s.EndScan(2, t0.Add(time.Second), t0.Add(3*time.Second))
 	}, t0.Add(3 * time.Second), store.StateHeld},
 	{"new owner after gone is held again", func(s *store.Store) {
-		s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
+		s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
 		s.Absent([]string{"k"}, t0.Add(time.Second))
-		s.Observe([]provider.Lock{lock("k", "p", 30*time.Second)}, t0.Add(2*time.Second), 0)
+		s.Observe([]operator.Lock{lock("k", "p", 30*time.Second)}, t0.Add(2*time.Second), 0)
 	}, t0.Add(3 * time.Second), store.StateHeld},
 }
 
@@ -104,7 +105,7 @@ func TestStates(t *testing.T) {
 
 func TestGoneIsPrunedAfterGoneFor(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
+	s.Observe([]operator.Lock{lock("k", "o", 30*time.Second)}, t0, 1)
 	s.Absent([]string{"k"}, t0)
 	s.Prune(t0.Add(store.GoneFor - time.Millisecond))
 	require.NotNil(t, s.Lock("k"), "GONE stays on screen for GoneFor")
@@ -116,8 +117,8 @@ func TestGoneIsPrunedAfterGoneFor(t *testing.T) {
 
 func TestOwnerChangeStartsNewHolding(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("k", "a", 60*time.Second)}, t0, 1)
-	s.Observe([]provider.Lock{lock("k", "b", 10*time.Second)}, t0.Add(5*time.Second), 2)
+	s.Observe([]operator.Lock{lock("k", "a", 60*time.Second)}, t0, 1)
+	s.Observe([]operator.Lock{lock("k", "b", 10*time.Second)}, t0.Add(5*time.Second), 2)
 	e := s.Lock("k")
 	assert.Equal(t, "b", e.Owner)
 	assert.Equal(t, t0.Add(5*time.Second), e.FirstSeen)
@@ -134,7 +135,7 @@ func TestOwnerChangeStartsNewHolding(t *testing.T) {
 
 func TestContentionFromEvents(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("cart:1", "holder", 60*time.Second)}, t0, 1)
+	s.Observe([]operator.Lock{lock("cart:1", "holder", 60*time.Second)}, t0, 1)
 	ev := func(kind provider.EventKind, owner string, at time.Duration) {
 		s.Event(store.Event{Kind: kind, Key: "cart:1", Owner: owner, Time: t0.Add(at)})
 	}
@@ -187,26 +188,26 @@ func TestHotRanking(t *testing.T) {
 // (a new record) replaces the entry, the same record keeps it.
 func TestHolderRecordFollowsTheLock(t *testing.T) {
 	s := store.New()
-	rec := func(pid int) *provider.Record {
-		return &provider.Record{Holder: provider.Holder{Host: "h", PID: pid}, AcquiredAt: t0.Add(-time.Hour), FencingToken: 7}
+	rec := func(pid int) *operator.Record {
+		return &operator.Record{Holder: provider.Holder{Host: "h", PID: pid}, AcquiredAt: t0.Add(-time.Hour), FencingToken: 7}
 	}
 	l := lock("a", "o", 30*time.Second)
 	l.Record = rec(1)
-	s.Observe([]provider.Lock{l}, t0, 1)
+	s.Observe([]operator.Lock{l}, t0, 1)
 	before := s.Lock("a")
 	require.Equal(t, 1, before.Record.PID)
 	l.Record, l.TTL = rec(1), 29*time.Second // read again one second later: an equal record
-	s.Observe([]provider.Lock{l}, t0.Add(time.Second), 2)
+	s.Observe([]operator.Lock{l}, t0.Add(time.Second), 2)
 	assert.Same(t, before, s.Lock("a"))
 	l.Record, l.TTL = rec(2), 28*time.Second
-	s.Observe([]provider.Lock{l}, t0.Add(2*time.Second), 3)
+	s.Observe([]operator.Lock{l}, t0.Add(2*time.Second), 3)
 	assert.Equal(t, 2, s.Lock("a").Record.PID)
 	assert.True(t, s.Lock("a").RenewedAt.IsZero(), "a new record alone is no renewal")
 }
 
 func TestExpiredHandsOutACountdownAtZeroOncePerRead(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{
+	s.Observe([]operator.Lock{
 		lock("short", "o", time.Second),
 		lock("long", "o", time.Minute),
 		lock("stuck", "o", provider.NoExpiry),
@@ -225,7 +226,7 @@ func TestExpiredHandsOutACountdownAtZeroOncePerRead(t *testing.T) {
 	assert.Empty(t, keys, "a key handed out is not handed out again before it is read")
 
 	// Read again: still there with a new TTL, which then runs out too.
-	s.Observe([]provider.Lock{lock("short", "o", time.Second)}, at.Add(time.Second), 0)
+	s.Observe([]operator.Lock{lock("short", "o", time.Second)}, at.Add(time.Second), 0)
 	assert.Equal(t, time.Second, s.Lock("short").TTL(at.Add(time.Second)), "the row shows its new TTL")
 	keys, _ = s.Expired(at.Add(3*time.Second), 10)
 	assert.Equal(t, []string{"short"}, keys, "read since: handed out again at its new deadline")
@@ -237,7 +238,7 @@ func TestExpiredHandsOutACountdownAtZeroOncePerRead(t *testing.T) {
 
 func TestExpiredStopsAtMax(t *testing.T) {
 	s := store.New()
-	s.Observe([]provider.Lock{lock("a", "o", time.Second), lock("b", "o", time.Second)}, t0, 1)
+	s.Observe([]operator.Lock{lock("a", "o", time.Second), lock("b", "o", time.Second)}, t0, 1)
 	at := t0.Add(time.Minute)
 	first, next := s.Expired(at, 1)
 	require.Len(t, first, 1)

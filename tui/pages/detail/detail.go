@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/sparkline"
@@ -60,10 +61,10 @@ func (p *Page) View() string {
 	now := p.common.Now()
 	label := func(s string) string { return st.StatusKey.Render(common.Fit(s, 11)) }
 	var lines []string
-	lines = append(lines, label("KEY")+st.Title.Render(provider.Printable(d.Key)))
+	lines = append(lines, label("KEY")+st.Title.Render(operator.Printable(d.Key)))
 	if e := d.Entry; e != nil {
 		state := e.State(now)
-		owner := provider.Printable(e.Owner) + st.Dim.Render("  ("+store.Kind(e.Owner)+")")
+		owner := operator.Printable(e.Owner) + st.Dim.Render("  ("+store.Kind(e.Owner)+")")
 		if e.Foreign {
 			owner = st.Dim.Render("none: a key of another type, not a lock")
 		}
@@ -94,7 +95,7 @@ func (p *Page) View() string {
 		if !h.To.IsZero() {
 			span = common.Duration(h.To.Sub(h.From))
 		}
-		owner := provider.Printable(h.Owner)
+		owner := operator.Printable(h.Owner)
 		if h.Foreign {
 			owner = st.Dim.Render("(not a lock)")
 		}

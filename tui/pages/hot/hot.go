@@ -7,7 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/sparkline"
 	"github.com/locktui/locktui/tui/components/table"
@@ -93,11 +93,11 @@ func (p *Page) View() string {
 		c := h.Contention
 		holder := "(free)"
 		if h.Entry != nil {
-			holder = provider.Printable(h.Entry.Owner)
+			holder = operator.Printable(h.Entry.Owner)
 		}
 		return []table.Cell{
 			{Text: strconv.Itoa(i + 1), Style: st.Dim},
-			{Text: provider.Printable(h.Key), Style: st.Row},
+			{Text: operator.Printable(h.Key), Style: st.Row},
 			{Text: holder, Style: st.Dim},
 			{Text: strconv.Itoa(c.Waiters), Style: st.Row},
 			{Text: common.Rate(c.AttemptsPerSec), Style: st.Row},

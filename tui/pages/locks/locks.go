@@ -10,7 +10,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/table"
 	"github.com/locktui/locktui/tui/store"
@@ -177,7 +177,7 @@ func (p *Page) View() string {
 		}
 		return []table.Cell{
 			{Text: state.String(), Style: st.State(state)},
-			{Text: provider.Printable(e.Key), Style: dim},
+			{Text: operator.Printable(e.Key), Style: dim},
 			{Text: ownerText(e), Style: dim},
 			p.holderCell(e, dim),
 			{Text: ttlText(e, state, now), Style: st.State(state)},
@@ -237,7 +237,7 @@ func ownerText(e *store.Entry) string {
 	if e.Foreign {
 		return "(not a string)"
 	}
-	return provider.Printable(e.Owner)
+	return operator.Printable(e.Owner)
 }
 
 // selectedLine shows the selected lock's whole key and owner, shortened in their middle only
@@ -248,7 +248,7 @@ func (p *Page) selectedLine() string {
 	if !ok {
 		return ""
 	}
-	key, owner := provider.Printable(e.Key), ownerText(e)
+	key, owner := operator.Printable(e.Key), ownerText(e)
 	const keyLabel, ownerLabel = "key ", "  owner "
 	room := p.width - len(keyLabel) - len(ownerLabel)
 	if kw, ow := ansi.StringWidth(key), ansi.StringWidth(owner); kw+ow > room {

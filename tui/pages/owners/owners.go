@@ -12,7 +12,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/table"
 	"github.com/locktui/locktui/tui/store"
@@ -142,7 +142,7 @@ func (p *Page) selectedGroup() (store.Group, string, bool) {
 		return r.Group, r.Holder.String(), true
 	}
 	if o, ok := p.Selected(); ok {
-		return o.Group, "owner " + provider.Printable(o.Owner), true
+		return o.Group, "owner " + operator.Printable(o.Owner), true
 	}
 	return store.Group{}, "", false
 }
@@ -184,7 +184,7 @@ func (p *Page) View() string {
 				{Text: client, Style: st.Dim},
 				{Text: common.Count(r.Owners), Style: st.Row},
 				{Text: oldest(r.Group, now), Style: st.Row},
-				{Text: provider.Printable(r.OldestKey), Style: st.Dim},
+				{Text: operator.Printable(r.OldestKey), Style: st.Dim},
 			}
 		}, p.empty)
 	} else {
@@ -192,10 +192,10 @@ func (p *Page) View() string {
 			o := p.view.Owners[i]
 			return []table.Cell{
 				{Text: common.Count(o.Keys), Style: st.Row},
-				{Text: provider.Printable(o.Owner), Style: st.Row},
+				{Text: operator.Printable(o.Owner), Style: st.Row},
 				{Text: o.Kind, Style: st.Dim},
 				{Text: oldest(o.Group, now), Style: st.Row},
-				{Text: provider.Printable(o.OldestKey), Style: st.Dim},
+				{Text: operator.Printable(o.OldestKey), Style: st.Dim},
 			}
 		}, p.empty)
 	}

@@ -3,7 +3,7 @@ package owners
 import (
 	"strings"
 
-	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/store"
 )
@@ -37,7 +37,7 @@ func (p *Page) pane() string {
 		shown-- // the last line says how many more
 	}
 	for _, e := range g.Locks[:shown] {
-		text := provider.Printable(e.Owner)
+		text := operator.Printable(e.Owner)
 		if !p.ByProcess() {
 			text = store.NoRecord
 			if e.Record != nil {
@@ -45,7 +45,7 @@ func (p *Page) pane() string {
 			}
 		}
 		line := "  " + common.FitRight(common.Held(e.HeldFor(now)), 7) + " " + common.FitRight(common.TTL(e.TTL(now)), 9) +
-			"  " + st.Row.Render(common.FitMiddle(provider.Printable(e.Key), keyWidth)) + "  " +
+			"  " + st.Row.Render(common.FitMiddle(operator.Printable(e.Key), keyWidth)) + "  " +
 			st.Dim.Render(common.Middle(text, otherWidth))
 		lines = append(lines, common.Truncate(line, p.width))
 	}

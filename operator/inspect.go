@@ -1,20 +1,19 @@
-package provider
+package operator
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/internal/lockwire"
+	"github.com/locktui/locktui/provider"
 )
 
-// Lock is one key under the namespace, as the console and the CLI show it.
+// Lock is one key under the namespace, as the console and the CLI show it: read by Get, Read or a
+// scan.
 type Lock struct {
 	// Key is the lock key without namespace.
 	Key string
@@ -22,7 +21,7 @@ type Lock struct {
 	RedisKey string
 	// Owner is the stored owner id ("" for a foreign key).
 	Owner string
-	// TTL is the remaining time to live, or NoExpiry.
+	// TTL is the remaining time to live, or provider.NoExpiry.
 	TTL time.Duration
 	// Foreign is true for a key under the namespace that is not a lock (not a string).
 	Foreign bool
@@ -35,10 +34,10 @@ type Lock struct {
 	Record *Record
 }
 
-// ScanCount is the COUNT hint of every SCAN the provider sends: the size of a batch. SCAN walks
-// the whole database (MATCH filters after the walk), so each SCAN examines about ScanCount keys
-// of it, whatever the namespace holds.
-const ScanCount = 100
+// ScanCount is the COUNT hint of every SCAN a walk of the namespace sends (100, also for
+// provider's ReleaseAll): the size of a batch. SCAN walks the whole database (MATCH filters after
+// the walk), so each SCAN examines about ScanCount keys of it, whatever the namespace holds.
+const ScanCount = lockwire.ScanCount
 
 // ScanOptions tune ScanWith. The zero value walks as fast as Redis answers.
 type ScanOptions struct {
@@ -50,8 +49,8 @@ type ScanOptions struct {
 }
 
 // Scan walks every lock under the namespace and calls fn with each batch (see ScanWith).
-func (p *Provider) Scan(ctx context.Context, fn func([]Lock) error) error {
-	return p.ScanWith(ctx, ScanOptions{}, fn)
+func (in *Inspector) Scan(ctx context.Context, fn func([]Lock) error) error {
+	return in.ScanWith(ctx, ScanOptions{}, fn)
 }
 
 // ScanWith walks every lock under the namespace with SCAN … MATCH <namespace>* and calls fn with
@@ -61,76 +60,31 @@ func (p *Provider) Scan(ctx context.Context, fn func([]Lock) error) error {
 // vanished between SCAN and the reads is left out. fn is never called concurrently (the masters
 // of a Cluster are scanned in parallel); an error from fn or from opts.Pace ends the walk and is
 // returned as is.
-func (p *Provider) ScanWith(ctx context.Context, opts ScanOptions, fn func([]Lock) error) error {
-	pace := opts.Pace
-	if pace == nil {
-		pace = func(context.Context, int, int) error { return nil }
-	}
-	match := LiteralPattern(p.opts.Namespace) + "*"
-	var mu sync.Mutex // serializes fn across the masters of a Cluster
-	scanNode := func(ctx context.Context, node redis.Cmdable) error {
-		if err := pace(ctx, 1, 0); err != nil {
-			return err
-		}
-		redisKeys, cursor, err := node.Scan(ctx, 0, match, ScanCount).Result()
-		if err != nil {
-			return fmt.Errorf("scan %q: %w", match, err)
-		}
-		for len(redisKeys) > 0 || cursor != 0 {
-			more := 0
-			if cursor != 0 {
-				more = 1 // the SCAN for the next batch
-			}
-			if err := pace(ctx, more, ReadsPerKey*len(redisKeys)); err != nil {
-				return err
-			}
-			pipe := node.Pipeline()
-			parse := p.queueReads(ctx, pipe, trimNamespace(redisKeys, p.opts.Namespace))
-			var next *redis.ScanCmd
-			if cursor != 0 {
-				next = pipe.Scan(ctx, cursor, match, ScanCount)
-			}
-			_, _ = pipe.Exec(ctx)
-			found, _, err := parse()
-			if err != nil {
-				return err
-			}
-			if len(found) > 0 {
-				mu.Lock()
-				err = fn(found)
-				mu.Unlock()
-				if err != nil {
+func (in *Inspector) ScanWith(ctx context.Context, opts ScanOptions, fn func([]Lock) error) error {
+	return lockwire.Walk(ctx, in.client, in.opts.Namespace, ReadsPerKey, opts.Pace,
+		func(ctx context.Context, pipe redis.Pipeliner, keys []string) func() error {
+			parse := in.queueReads(ctx, pipe, keys)
+			return func() error {
+				found, _, err := parse()
+				if err != nil || len(found) == 0 {
 					return err
 				}
+				return fn(found)
 			}
-			if next == nil {
-				return nil
-			}
-			if redisKeys, cursor, err = next.Result(); err != nil {
-				return fmt.Errorf("scan %q: %w", match, err)
-			}
-		}
-		return nil
-	}
-	if cluster, ok := p.client.(*redis.ClusterClient); ok {
-		return cluster.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
-			return scanNode(ctx, node)
 		})
-	}
-	return scanNode(ctx, p.client)
 }
 
 // List returns every lock under the namespace (see Scan). Keys may repeat when the keyspace is
 // rehashed during the walk; List drops the repeats.
-func (p *Provider) List(ctx context.Context) ([]Lock, error) {
-	return p.ListWith(ctx, ScanOptions{})
+func (in *Inspector) List(ctx context.Context) ([]Lock, error) {
+	return in.ListWith(ctx, ScanOptions{})
 }
 
 // ListWith is List paced by opts (see ScanWith).
-func (p *Provider) ListWith(ctx context.Context, opts ScanOptions) ([]Lock, error) {
+func (in *Inspector) ListWith(ctx context.Context, opts ScanOptions) ([]Lock, error) {
 	var out []Lock
 	seen := map[string]bool{}
-	err := p.ScanWith(ctx, opts, func(batch []Lock) error {
+	err := in.ScanWith(ctx, opts, func(batch []Lock) error {
 		for _, l := range batch {
 			if !seen[l.Key] {
 				seen[l.Key] = true
@@ -146,8 +100,8 @@ func (p *Provider) ListWith(ctx context.Context, opts ScanOptions) ([]Lock, erro
 }
 
 // Get reads one lock; ok is false when the key does not exist.
-func (p *Provider) Get(ctx context.Context, key string) (lock Lock, ok bool, err error) {
-	found, _, err := p.Read(ctx, []string{key})
+func (in *Inspector) Get(ctx context.Context, key string) (lock Lock, ok bool, err error) {
+	found, _, err := in.Read(ctx, []string{key})
 	if err != nil || len(found) == 0 {
 		return Lock{}, false, err
 	}
@@ -157,12 +111,12 @@ func (p *Provider) Get(ctx context.Context, key string) (lock Lock, ok bool, err
 // Read reads keys (without namespace) with one pipeline of ReadsPerKey reads per key (the lock
 // and its holder record, in the lock's slot): the locks found, and the keys that do not exist.
 // A key of another type is a Foreign lock.
-func (p *Provider) Read(ctx context.Context, keys []string) (found []Lock, absent []string, err error) {
+func (in *Inspector) Read(ctx context.Context, keys []string) (found []Lock, absent []string, err error) {
 	if len(keys) == 0 {
 		return nil, nil, nil
 	}
-	pipe := p.client.Pipeline()
-	parse := p.queueReads(ctx, pipe, keys)
+	pipe := in.client.Pipeline()
+	parse := in.queueReads(ctx, pipe, keys)
 	_, _ = pipe.Exec(ctx)
 	return parse()
 }
@@ -176,23 +130,23 @@ const ReadsPerKey = 4
 // other, so that little time passes between them) and returns the function that parses them
 // after Exec: a key of another type is Foreign, a key that vanished between the reads is
 // absent, and a holder record is the lock's only when it has the lock's owner and expiry.
-func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []string) func() ([]Lock, []string, error) {
+func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []string) func() ([]Lock, []string, error) {
 	gets := make([]*redis.StringCmd, len(keys))
 	ttls := make([]*redis.DurationCmd, len(keys))
 	recTTLs := make([]*redis.DurationCmd, len(keys))
 	recs := make([]*redis.StringCmd, len(keys))
 	for i, key := range keys {
-		rk := p.RedisKey(key)
+		rk := in.redisKey(key)
 		gets[i] = pipe.Get(ctx, rk)
 		ttls[i] = pipe.PTTL(ctx, rk)
-		recTTLs[i] = pipe.PTTL(ctx, recordKey(rk))
-		recs[i] = pipe.Get(ctx, recordKey(rk))
+		recTTLs[i] = pipe.PTTL(ctx, lockwire.RecordKey(rk))
+		recs[i] = pipe.Get(ctx, lockwire.RecordKey(rk))
 	}
 	return func() (found []Lock, absent []string, _ error) {
 		found = make([]Lock, 0, len(keys))
 		for i, key := range keys {
 			owner, err := gets[i].Result()
-			l := Lock{Key: key, RedisKey: p.RedisKey(key), Owner: owner}
+			l := Lock{Key: key, RedisKey: in.redisKey(key), Owner: owner}
 			switch {
 			case errors.Is(err, redis.Nil):
 				absent = append(absent, key) // released between SCAN and GET
@@ -212,14 +166,14 @@ func (p *Provider) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []
 				absent = append(absent, key) // expired between GET and PTTL
 				continue
 			case lockMs < 0:
-				l.TTL = NoExpiry
+				l.TTL = provider.NoExpiry
 			default:
 				l.TTL = ttl
 			}
 			text, err := recs[i].Result()
 			recTTL, ttlErr := recTTLs[i].Result()
 			if err == nil && ttlErr == nil && !l.Foreign && recordFollows(lockMs, pttlMs(recTTL)) {
-				l.Record = parseRecord(recordFieldsOf(text), l.Owner)
+				l.Record = parseRecord(lockwire.RecordFields(text), l.Owner)
 			}
 			found = append(found, l)
 		}
@@ -266,25 +220,16 @@ func recordFollows(lockMs, recMs int64) bool {
 	return max(lockMs-recMs, recMs-lockMs) <= recordTTLTolerance
 }
 
-// trimNamespace returns redisKeys without the namespace ns.
-func trimNamespace(redisKeys []string, ns string) []string {
-	keys := make([]string, len(redisKeys))
-	for i, rk := range redisKeys {
-		keys[i] = strings.TrimPrefix(rk, ns)
-	}
-	return keys
-}
-
 // Printable shows a key or an owner id as is when it is plain, and quoted in Go syntax (control
 // characters escaped) when it is empty, holds spaces, characters that do not print or bytes
 // that are not UTF-8 (a raw 0x9b starts an escape sequence on 8-bit terminals), or starts with a
 // quote, so the empty owner, a blank one and one carrying terminal escapes are seen for
 // what they are, and what is shown quoted always stands for its unquoted text (the console's
 // filter reads it back so). The console and the CLI show every key and owner through it.
-func Printable(s string) string {
-	if s == "" || s[0] == '"' || !utf8.ValidString(s) ||
-		strings.ContainsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
-		return strconv.Quote(s)
-	}
-	return s
-}
+func Printable(s string) string { return lockwire.Printable(s) }
+
+// LiteralPattern escapes s so that it matches itself literally in a Redis glob pattern (SCAN
+// MATCH, PSUBSCRIBE): LiteralPattern(ns)+"*" matches exactly the keys of namespace ns. Stock
+// Medusa passes the namespace unescaped, so "*", "?" and "[" in it widen the match to other
+// namespaces.
+func LiteralPattern(s string) string { return lockwire.LiteralPattern(s) }

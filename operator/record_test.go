@@ -1,4 +1,4 @@
-package provider_test
+package operator_test
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ func TestHolderRecordDescribesTheLock(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
 	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Claim: "claim-1", Expire: time.Minute}))
-	rec, ok, err := e.p.HolderRecord(c, "k")
+	rec, ok, err := e.ops.HolderRecord(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "locktui:{"+e.key("k")+"}:hold", rec.Key)
@@ -26,7 +26,7 @@ func TestHolderRecordDescribesTheLock(t *testing.T) {
 
 	// A re-entry without expiry: marked, no expiry, still current.
 	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Claim: "claim-2", Expire: provider.NoExpiry}))
-	rec, ok, err = e.p.HolderRecord(c, "k")
+	rec, ok, err = e.ops.HolderRecord(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, rec.Reentered)
@@ -50,7 +50,7 @@ func TestHolderRecordOfAChangedLockIsNotCurrent(t *testing.T) {
 			require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
 			require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 			change()
-			rec, ok, err := e.p.HolderRecord(c, "k")
+			rec, ok, err := e.ops.HolderRecord(c, "k")
 			require.NoError(t, err)
 			require.True(t, ok, "the record stays until it expires")
 			require.Equal(t, "o", rec.Owner)
@@ -63,10 +63,10 @@ func TestHolderRecordOfAStockLock(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
 	e.set("stock", "stock-owner", 0)
-	_, ok, err := e.p.HolderRecord(c, "stock")
+	_, ok, err := e.ops.HolderRecord(c, "stock")
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = e.p.HolderRecord(c, "missing")
+	_, ok, err = e.ops.HolderRecord(c, "missing")
 	require.NoError(t, err)
 	require.False(t, ok)
 }

@@ -1,4 +1,4 @@
-package provider
+package lockwire
 
 import (
 	"strings"

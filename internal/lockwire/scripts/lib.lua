@@ -3,7 +3,8 @@
 -- KEYS[1] the lock (stock's key and value: the owner).
 -- KEYS[2] its holder record, written by the acquisition that last took or re-entered the lock
 --   (stock Medusa writes none): one string with the lock's expiry, of the fields RECORD_FIELDS
---   (defined in front of this file, record.go) joined by NUL bytes, the owner after the last:
+--   (defined in front of this file, internal/lockwire/record.go) joined by NUL bytes, the
+--   owner after the last:
 --   claim  the acquisition call that wrote it
 --   at     the lock's expiry that call left (absolute ms; -1: none), so that a later change of
 --          the lock by anyone, stock included, can be told
@@ -18,21 +19,21 @@
 --   lease  for a lease's hold (renewed, and told when an operator revokes it), its TTL in
 --          seconds; empty for a plain acquisition
 --   revoked  when an operator revoked the hold (absolute ms; see revoke.lua), else empty
--- KEYS[3] and KEYS[4] the fair queue (Options.FairQueue only, see queue.go): a list of tickets
---   (the claims of waiting calls) in arrival order and a sorted set of ticket -> expiry
+-- KEYS[3] and KEYS[4] the fair queue (Options.FairQueue only, see provider/queue.go): a list
+--   of tickets (the claims of waiting calls) in arrival order and a sorted set of ticket -> expiry
 --   (absolute ms). A ticket that is not refreshed expires and is dropped when it reaches the
 --   head; both keys expire with their last ticket.
--- KEYS[5] the share record (see share.go): a hash that exists only while processes that write
---   no holder record (stock Medusa) contend for the lock, so that our clients, which hand the
---   lock on within a round trip, leave those processes their turns:
+-- KEYS[5] the share record (see provider/share.go): a hash that exists only while processes
+--   that write no holder record (stock Medusa) contend for the lock, so that our clients, which
+--   hand the lock on within a round trip, leave those processes their turns:
 --   seen   when one of ours last found the lock held by such a process (absolute ms)
 --   theirs when ours first saw the current run of such a process (absolute ms)
 --   since  when our clients' current run on the lock began (absolute ms)
 --   yield  until when our clients leave the freed lock to the others (absolute ms)
 --   It expires SHARE_MEMORY ms after one of ours last found the lock held by such a process.
 -- KEYS[6] the contention marker: it exists while a waiting call of ours may sleep between
---   attempts on the lock (set by those attempts, see markWaiting; wakeup.go) and while a share
---   record lives. Only then does a script that frees the lock read the share record and the
+--   attempts on the lock (set by those attempts, see markWaiting; provider/wakeup.go) and while
+--   a share record lives. Only then does a script that frees the lock read the share record and the
 --   queue and announce the free lock: the uncontended path touches nothing else.
 -- The last ARGV of every script is the wake-up channel: a script that frees the lock publishes
 -- "<queue head>\n<lock key>" on it (the head empty when nobody queues), when the marker exists.
@@ -185,10 +186,11 @@ local function markWaiting(ttl)
   end
 end
 
--- Stock's turns (share.go has the rule and docs/waiting.md the reasons): after our clients
--- have held the lock for SHARE_RUN ms in a row while a process that writes no holder record
--- contends, the release that frees it leaves it free for that process for SHARE_WINDOW ms.
--- SHARE_RUN, SHARE_WINDOW and SHARE_MEMORY are defined in front of this file (share.go).
+-- Stock's turns (provider/share.go has the rule and docs/waiting.md the reasons): after our
+-- clients have held the lock for SHARE_RUN ms in a row while a process that writes no holder
+-- record contends, the release that frees it leaves it free for that process for SHARE_WINDOW
+-- ms. SHARE_RUN, SHARE_WINDOW and SHARE_MEMORY are defined in front of this file
+-- (internal/lockwire/scripts.go).
 
 -- runOver tells, before a delete of ours frees the lock, whether our run on it has lasted
 -- SHARE_RUN ms (the share record, when one lives, says since when).
@@ -200,8 +202,8 @@ end
 -- freeLock deletes the lock and its record with del (DEL or UNLINK). When the contention
 -- marker exists (marked, when the caller read it already, else read here) it also ends our run
 -- (leaving the lock to others for SHARE_WINDOW ms when runOver) and tells the waiters that the
--- lock is free: the queue head, if any, is the one to take it (see listen.go). Its reads come
--- before the delete.
+-- lock is free: the queue head, if any, is the one to take it (see provider/listen.go). Its
+-- reads come before the delete.
 local function freeLock(del, marked)
   if marked == nil then
     marked = redis.call('EXISTS', KEYS[6]) == 1

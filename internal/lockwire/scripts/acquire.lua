@@ -15,9 +15,9 @@
 -- acquisition.
 -- ARGV[8] is '1' when the attempt honours stock's turns (see lib.lua): it reads the share
 -- record, and a waiting call's attempt then leaves a free lock to processes that write no
--- holder record in their turn. The caller sets it only where contention was seen (share.go), so
--- that the uncontended path reads nothing beside the lock; a try-once acquisition takes a free
--- lock, as stock's does.
+-- holder record in their turn. The caller sets it only where contention was seen
+-- (provider/share.go), so that the uncontended path reads nothing beside the lock; a try-once
+-- acquisition takes a free lock, as stock's does.
 -- Returns {status, fencing token}: status 1 for a fresh lock (with a new token), 0 when someone
 -- else holds it (or is ahead in the queue), 2 for a re-entry by the same owner (with the hold's
 -- token, or a new one when no record of ours describes the hold), -n when the lock is free but

@@ -1,50 +1,79 @@
-package provider
+package operator
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/internal/lockwire"
+	"github.com/locktui/locktui/provider"
 )
 
-// recordFields are the fields of a holder record in the order they are stored, joined by NUL
-// bytes with the owner after the last (lib.lua says what each means). Defined here once; the
-// scripts get them in front of lib.lua (recordConstants).
-var recordFields = []string{"claim", "at", "since", "fence", "host", "pid", "prog", "kind", "re", "prev", "lease", "revoked"}
-
-// recordConstants defines recordFields for the scripts, as RECORD_FIELDS.
-var recordConstants = "local RECORD_FIELDS = {'" + strings.Join(recordFields, "', '") + "'}\n"
-
-// recordFieldsOf splits the text of a holder record into its fields, the empty ones left out and
-// the owner as "owner"; nil when text is not a record.
-func recordFieldsOf(text string) map[string]string {
-	parts := strings.SplitN(text, "\x00", len(recordFields)+1)
-	if len(parts) != len(recordFields)+1 {
-		return nil
-	}
-	fields := make(map[string]string, len(parts))
-	for i, name := range recordFields {
-		if parts[i] != "" {
-			fields[name] = parts[i]
-		}
-	}
-	fields["owner"] = parts[len(recordFields)]
-	return fields
+// Record is the holder record of a lock taken by one of this project's clients: who holds it,
+// since when and under which fencing token. Locks taken by stock Medusa have none.
+type Record struct {
+	provider.Holder
+	// Claim is the acquisition call that last took or re-entered the lock.
+	Claim string
+	// AcquiredAt is when the hold began, in the Redis server's time (a re-entry keeps it).
+	AcquiredAt time.Time
+	// FencingToken is the hold's token (see docs/fencing.md).
+	FencingToken int64
+	// Lease is the TTL of the lease that holds the lock, renewed and told of a force-release;
+	// zero for a plain acquisition.
+	Lease time.Duration
+	// RevokedAt is when an operator's force-release told the holder to end its lease (Redis
+	// server time); zero when it was not revoked.
+	RevokedAt time.Time
 }
 
-// HolderRecord is the holder record the provider keeps beside a lock it took (see the package
-// documentation): who took the lock, with which acquisition call, and the expiry that call left.
-// Locks taken by stock Medusa have none.
+// NoHolderRecord is what this project's tools say of a lock that has no holder record: stock
+// Medusa writes none, nor did this project's clients before they kept one. The console, the
+// CLI's get and the audit trail of a force-release use it.
+const NoHolderRecord = "no holder record (stock Medusa or an older client)"
+
+// String names the holder in a line: "medusa-worker (pid 4242 on web-1, bridge client), held
+// since 2026-12-02T03:04:05.123Z, fencing token 1796180000000001".
+func (r *Record) String() string {
+	return fmt.Sprintf("%s, held since %s, fencing token %d", r.Holder, r.AcquiredAt.UTC().Format(time.RFC3339Nano), r.FencingToken)
+}
+
+// parseRecord reads a holder record's fields (lockwire.RecordFields), for a lock held by owner:
+// nil when there is none, or when it is another owner's (a stale record left by a stock
+// release).
+func parseRecord(fields map[string]string, owner string) *Record {
+	if len(fields) == 0 || fields["owner"] != owner {
+		return nil
+	}
+	r := &Record{Claim: fields["claim"]}
+	r.Host, r.Program, r.Client = fields["host"], fields["prog"], fields["kind"]
+	r.PID, _ = strconv.Atoi(fields["pid"])
+	if ms, err := strconv.ParseInt(fields["since"], 10, 64); err == nil {
+		r.AcquiredAt = time.UnixMilli(ms)
+	}
+	r.FencingToken, _ = strconv.ParseInt(fields["fence"], 10, 64)
+	if s, err := strconv.ParseInt(fields["lease"], 10, 64); err == nil {
+		r.Lease = time.Duration(s) * time.Second
+	}
+	if ms, err := strconv.ParseInt(fields["revoked"], 10, 64); err == nil {
+		r.RevokedAt = time.UnixMilli(ms)
+	}
+	return r
+}
+
+// HolderRecord is the holder record the provider keeps beside a lock it took, as stored
+// (docs/data-model.md): who took the lock, with which acquisition call, and the expiry that call
+// left. Locks taken by stock Medusa have none.
 type HolderRecord struct {
 	// Key is the record's Redis key ("locktui:{<lock's redis key>}:hold").
 	Key string
 	// Owner is the owner the writing call took the lock for.
 	Owner string
-	// Claim is the id of the acquisition call that wrote the record (AcquireOptions.Claim).
+	// Claim is the id of the acquisition call that wrote the record (provider.AcquireOptions.Claim).
 	Claim string
 	// ExpireAt is the lock's expiry that call (or a renewal under its claim) left, in Redis
 	// server time; zero when it left the lock without expiry. A renewal under another claim of
@@ -67,10 +96,10 @@ type HolderRecord struct {
 
 // HolderRecord reads the holder record of key (without namespace) and checks it against the
 // lock, in one round trip; ok is false when there is none. It only reads.
-func (p *Provider) HolderRecord(ctx context.Context, key string) (rec HolderRecord, ok bool, err error) {
-	rk := p.RedisKey(key)
-	rec.Key = recordKey(rk)
-	pipe := p.client.Pipeline()
+func (in *Inspector) HolderRecord(ctx context.Context, key string) (rec HolderRecord, ok bool, err error) {
+	rk := in.redisKey(key)
+	rec.Key = lockwire.RecordKey(rk)
+	pipe := in.client.Pipeline()
 	text := pipe.Get(ctx, rec.Key)
 	owner := pipe.Get(ctx, rk)
 	lockTTL := pipe.PTTL(ctx, rk)
@@ -83,7 +112,7 @@ func (p *Provider) HolderRecord(ctx context.Context, key string) (rec HolderReco
 	case err != nil:
 		return HolderRecord{}, false, fmt.Errorf("read the holder record of %q: %w", key, err)
 	}
-	if rec.Fields = recordFieldsOf(stored); rec.Fields == nil {
+	if rec.Fields = lockwire.RecordFields(stored); rec.Fields == nil {
 		return HolderRecord{}, false, nil
 	}
 	rec.Owner, rec.Claim, rec.Reentered = rec.Fields["owner"], rec.Fields["claim"], rec.Fields["re"] == "1"

@@ -1,15 +1,20 @@
-package provider
+package operator
 
 import (
 	"context"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/internal/lockwire"
+	"github.com/locktui/locktui/provider"
 )
 
-// Force-release, for the operator (docs/safety.md, "Force-release"): tell the holder first, then
-// free. A live lease of ours is revoked, not deleted: its holder ends the lease at once (its ctx
-// is cancelled, a bridge client's AbortSignal aborts, `locktui run` stops its command) and then
+// Force-release (docs/safety.md, "Force-release"): tell the holder first, then free. A live
+// lease of ours is revoked, not deleted: its holder ends the lease at once (its ctx is
+// cancelled, a bridge client's AbortSignal aborts, `locktui run` stops its command) and then
 // releases the key; no waiter can take the key before that, or before it expires with its TTL
 // if the holder never releases it (its renewals fail from the revocation on). A hold that cannot
 // be told (a stock process's, a plain Acquire's, a lease that stopped renewing) is freed at once,
@@ -29,13 +34,10 @@ const (
 // arg is the mode as revoke.lua's ARGV[3] takes it.
 func (m ReleaseMode) arg() string {
 	if m == FreeNow {
-		return revokeNow
+		return lockwire.RevokeNow
 	}
-	return "tell"
+	return lockwire.RevokeTell
 }
-
-// revokeNow is revoke.lua's mode that deletes whatever holds the key (releaseAll's, FreeNow).
-const revokeNow = "now"
 
 // Revocation is what a force-release did to a key.
 type Revocation int
@@ -76,7 +78,7 @@ func CannotBeTold(l Lock) string {
 		return "no holder record: a stock Medusa process (or an older client) holds it, which cannot be told"
 	case rec.Lease == 0:
 		return "a plain acquisition (not a lease) holds it: its holder is never told of anything"
-	case l.TTL != NoExpiry && l.TTL <= SafetyMargin(rec.Lease):
+	case l.TTL != provider.NoExpiry && l.TTL <= provider.SafetyMargin(rec.Lease):
 		return "its lease stopped renewing: its holder's own deadline has passed"
 	}
 	return ""
@@ -96,8 +98,8 @@ func revocation(status int64) Revocation {
 // ForceReleaseOwner force-releases key only while owner still holds it: the owner the operator
 // saw, whichever hold of that owner it is now. It returns NotReleased when the key is gone or
 // now held by someone else.
-func (p *Provider) ForceReleaseOwner(ctx context.Context, key, owner string, mode ReleaseMode) (Revocation, error) {
-	return p.revoke(ctx, key, owner, anyHold, mode)
+func (in *Inspector) ForceReleaseOwner(ctx context.Context, key, owner string, mode ReleaseMode) (Revocation, error) {
+	return in.revokeKey(ctx, key, owner, lockwire.AnyHold, mode)
 }
 
 // ForceReleaseHold force-releases seen.Key only while it is still the hold seen describes (a Lock
@@ -110,25 +112,45 @@ func (p *Provider) ForceReleaseOwner(ctx context.Context, key, owner string, mod
 // still have none; stock writes nothing else that tells two of its holds apart, so a stock
 // process's new hold under the same owner is taken for the one seen. It returns NotReleased when
 // the key is gone, held by someone else or no longer as seen, or is not a lock.
-func (p *Provider) ForceReleaseHold(ctx context.Context, seen Lock, mode ReleaseMode) (Revocation, error) {
+func (in *Inspector) ForceReleaseHold(ctx context.Context, seen Lock, mode ReleaseMode) (Revocation, error) {
 	if seen.Foreign {
 		return NotReleased, nil
 	}
-	return p.revoke(ctx, seen.Key, seen.Owner, holdPin(seen.Record), mode)
+	return in.revokeKey(ctx, seen.Key, seen.Owner, holdPin(seen.Record), mode)
 }
 
-// revoke runs revoke.lua on key for owner and pin (see holdPin).
-func (p *Provider) revoke(ctx context.Context, key, owner, pin string, mode ReleaseMode) (Revocation, error) {
-	res, errs, err := p.deleteBatch(ctx, revokeScript, []string{key}, sendOnce, owner, []any{pin, mode.arg()}, 0, true)
-	if err != nil {
-		err = unknownIfRan(err)
-	} else {
+// revokeKey runs revoke.lua on key for owner and pin (see holdPin).
+func (in *Inspector) revokeKey(ctx context.Context, key, owner, pin string, mode ReleaseMode) (Revocation, error) {
+	res, errs, err := in.revoke(ctx, []string{key}, owner, pin, mode)
+	if err == nil {
 		err = errs[0]
 	}
 	if err != nil {
 		return NotReleased, fmt.Errorf("force-release %q: %w", key, err)
 	}
-	return revocation(res[0]), nil
+	return res[0], nil
+}
+
+// revoke runs revoke.lua on each of keys for owner and pin, in one pipeline that go-redis never
+// resends (a resend after a lost reply could cut off a hold taken in between), as lockwire.Eval
+// does; a transport error after which the script may have run matches
+// provider.ErrOutcomeUnknown. The Observer hears of every key deleted.
+func (in *Inspector) revoke(ctx context.Context, keys []string, owner, pin string, mode ReleaseMode) ([]Revocation, []error, error) {
+	args := []any{owner, pin, mode.arg()}
+	res, errs, err := lockwire.Eval(ctx, &in.run, lockwire.Revoke, keys, true, func(int) []any { return args },
+		(*redis.Cmd).Int64)
+	out := make([]Revocation, len(keys))
+	for i, key := range keys {
+		if errs[i] == nil {
+			if out[i] = revocation(res[i]); out[i] == Freed {
+				in.released(key, owner)
+			}
+		}
+	}
+	if err != nil && lockwire.MaybeRan(err) {
+		err = fmt.Errorf("%w: %w", provider.ErrOutcomeUnknown, err)
+	}
+	return out, errs, err
 }
 
 // holdPin names a hold for revoke.lua: its fencing token and holding process, as parseRecord
@@ -145,19 +167,86 @@ func holdPin(rec *Record) string {
 // ForceReleaseAny force-releases key whoever holds it now and returns that owner: it reads the
 // owner and force-releases it with ForceReleaseOwner, retrying if the owner changed in between.
 // The Revocation is NotReleased when the key does not exist (or is not a lock).
-func (p *Provider) ForceReleaseAny(ctx context.Context, key string, mode ReleaseMode) (owner string, r Revocation, err error) {
+func (in *Inspector) ForceReleaseAny(ctx context.Context, key string, mode ReleaseMode) (owner string, r Revocation, err error) {
 	for attempt := 0; attempt < 5; attempt++ {
-		lock, exists, err := p.Get(ctx, key)
+		lock, exists, err := in.Get(ctx, key)
 		if err != nil {
 			return "", NotReleased, err
 		}
 		if !exists || lock.Foreign {
 			return "", NotReleased, nil
 		}
-		r, err := p.ForceReleaseOwner(ctx, key, lock.Owner, mode)
+		r, err := in.ForceReleaseOwner(ctx, key, lock.Owner, mode)
 		if err != nil || r.Done() {
 			return lock.Owner, r, err
 		}
 	}
 	return "", NotReleased, fmt.Errorf("force-release %q: the owner kept changing; try again", key)
+}
+
+// ReleaseAllWith is provider's ReleaseAll paced by opts, in mode, telling released of each lock
+// released. It walks the namespace as ScanWith does (SCAN on every master of a Cluster, and a
+// read of each key found) and deletes the keys read as owner's ("" means "*") with one atomic
+// compare-and-unlink per key, pipelined per batch, so a key that changed owner since it was read
+// is never deleted. opts.Pace is called before each round trip, the deletes of a batch counted
+// as one read per key. released, if not nil, is called with each lock deleted (or whose holder
+// was told) as it was read just before (its Record names the holder cut off), never
+// concurrently. It returns how many keys it deleted or told, also when the walk ends early with
+// an error (from Redis, ctx or opts.Pace). A key whose delete Redis refused (a reply error such
+// as READONLY) does not stop the walk; the first such error is returned at its end, with its key.
+//
+// mode is TellHolderFirst for an operator's release of an owner's locks (the console's D,
+// release-all): the live leases among them are told first (HolderTold, see ForceReleaseHold),
+// counted with the keys freed. FreeNow frees every one at once, as provider's ReleaseAll does,
+// and their holders hear of it.
+func (in *Inspector) ReleaseAllWith(ctx context.Context, owner string, opts ScanOptions, mode ReleaseMode,
+	released func(Lock, Revocation)) (int, error) {
+	if owner == "" {
+		owner = provider.DefaultOwner
+	}
+	n := 0
+	var refused error // the first key whose delete Redis refused
+	err := in.ScanWith(ctx, opts, func(batch []Lock) error {
+		var keys []string
+		var mine []Lock
+		for _, l := range batch {
+			if !l.Foreign && l.Owner == owner {
+				keys = append(keys, l.Key)
+				mine = append(mine, l)
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		if opts.Pace != nil {
+			if err := opts.Pace(ctx, 0, len(keys)); err != nil {
+				return err
+			}
+		}
+		res, errs, err := in.revoke(ctx, keys, owner, lockwire.AnyHold, mode)
+		if err != nil {
+			return err
+		}
+		for i, key := range keys {
+			switch {
+			case errs[i] != nil:
+				if refused == nil {
+					refused = fmt.Errorf("release %q: %w", key, errs[i])
+				}
+			case res[i].Done():
+				n++
+				if released != nil {
+					released(mine[i], res[i])
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = refused
+	}
+	if err != nil {
+		return n, fmt.Errorf("release all locks of %q: %w", owner, err)
+	}
+	return n, nil
 }

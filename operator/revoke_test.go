@@ -1,0 +1,392 @@
+package operator_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/operator"
+	"github.com/locktui/locktui/provider"
+)
+
+func TestForceReleaseComparesTheOwner(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("k", "o1", 0)
+
+	ok, err := didRelease(e.ops.ForceReleaseOwner(c, "k", "o2", operator.TellHolderFirst))
+	require.NoError(t, err)
+	require.False(t, ok)
+	e.requireOwner("k", "o1")
+
+	ok, err = didRelease(e.ops.ForceReleaseOwner(c, "k", "o1", operator.TellHolderFirst))
+	require.NoError(t, err)
+	require.True(t, ok)
+	e.requireFree("k")
+
+	ok, err = didRelease(e.ops.ForceReleaseOwner(c, "k", "o1", operator.TellHolderFirst))
+	require.NoError(t, err)
+	require.False(t, ok)
+}
+
+// ForceReleaseHold cuts off only the hold that was seen: a hold taken since under the same
+// owner, by one of ours (a new token) or by stock (no record), or re-entered by another process
+// (its record names that process), is spared; the hold seen, also after renewals and re-entries
+// of the process seen, is released.
+func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	release := func(l operator.Lock) bool {
+		t.Helper()
+		ok, err := didRelease(e.ops.ForceReleaseHold(c, l, operator.TellHolderFirst))
+		require.NoError(t, err)
+		return ok
+	}
+	retake := func(k string, stock bool) {
+		t.Helper()
+		require.NoError(t, e.rdb.Del(c, e.key(k)).Err())
+		if stock { // a TTL other than ours (a minute): the record ours left must not pass for its
+			e.stockTake(k, "shared", 30)
+		} else {
+			e.token(e.p, k, "shared")
+		}
+	}
+
+	e.token(e.p, "ours", "shared")
+	seen := e.seen("ours")
+	require.NotNil(t, seen.Record)
+	retake("ours", false)
+	require.False(t, release(seen), "our new hold under the same owner has another token")
+	require.NotEqual(t, seen.Record.FencingToken, e.seen("ours").Record.FencingToken)
+	retake("ours", true)
+	require.False(t, release(seen), "a stock hold under the same owner is not the hold seen")
+	e.requireOwner("ours", "shared")
+
+	e.stockTake("stock", "shared", 30)
+	seen = e.seen("stock")
+	require.Nil(t, seen.Record)
+	retake("stock", false)
+	require.False(t, release(seen), "our hold under the same owner is not the stock hold seen")
+	e.requireOwner("stock", "shared")
+	retake("stock", true)
+	require.True(t, release(seen), "a stock hold is one hold as long as it has no record")
+	e.requireFree("stock")
+
+	e.token(e.p, "joined", "shared")
+	seen = e.seen("joined")
+	other := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns,
+		Holder: provider.Holder{Host: "web-2", PID: 99, Program: "other-svc"}})
+	e.token(other, "joined", "shared") // another process joins the hold: the same token
+	require.Equal(t, seen.Record.FencingToken, e.seen("joined").Record.FencingToken)
+	require.False(t, release(seen), "the process that re-entered was not seen")
+	seen = e.seen("joined")
+	e.token(other, "joined", "shared") // the process seen re-enters: the same hold
+	require.False(t, release(operator.Lock{Key: "joined", Owner: "other", Record: seen.Record}))
+	lease, err := e.p.AcquireLease(c, []string{"renewed"}, provider.LeaseOptions{Owner: "shared", Expire: 3 * time.Second})
+	require.NoError(t, err)
+	seenLease := e.seen("renewed")
+	pttl := func() time.Duration { return e.rdb.PTTL(c, e.key("renewed")).Val() }
+	low := pttl()
+	require.Eventually(t, func() bool { // the TTL rose again: a renewal
+		now := pttl()
+		low = min(low, now)
+		return now > low+100*time.Millisecond
+	}, wait, poll, "the lease renews its key")
+	require.True(t, release(seenLease), "a renewal does not change the hold")
+	_, _ = lease.Release(c) // it lost its key: whatever it says
+	require.True(t, release(seen))
+	e.requireFree("joined")
+	require.False(t, release(seen), "gone")
+}
+
+func TestForceReleaseAnyReturnsTheOwner(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("k", "execute:whoever", 10*time.Second)
+	require.NoError(t, e.rdb.HSet(c, e.key("h"), "f", "v").Err())
+
+	owner, ok, err := didReleaseAny(e.ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "execute:whoever", owner)
+	e.requireFree("k")
+
+	_, ok, err = didReleaseAny(e.ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	_, ok, err = didReleaseAny(e.ops.ForceReleaseAny(c, "h", operator.TellHolderFirst))
+	require.NoError(t, err)
+	require.False(t, ok, "a key that is not a lock is not deleted")
+	require.Equal(t, int64(1), e.rdb.Exists(c, e.key("h")).Val())
+}
+
+// Holds that cannot be told are freed at once: a stock process's (no holder record), a plain
+// acquisition's (not a lease); FreeNow frees a live lease at once too. (provider's
+// TestAFreedLeaseHearsItAtOnce: its holder hears of it at once.)
+func TestHoldsThatCannotBeToldAreFreedAtOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.set("stock", "stock-owner", time.Minute)
+	seen := e.seen("stock")
+	require.Contains(t, operator.CannotBeTold(seen), "stock")
+	how, err := e.ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, operator.Freed, how)
+	e.requireFree("stock")
+
+	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
+	seen = e.seen("plain")
+	require.Contains(t, operator.CannotBeTold(seen), "not a lease")
+	how, err = e.ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, operator.Freed, how)
+	e.requireFree("plain")
+
+	lease, err := e.p.AcquireLease(c, []string{"lease"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
+	require.Empty(t, operator.CannotBeTold(e.seen("lease")), "a live lease can be told")
+	how, err = e.ops.ForceReleaseOwner(c, "lease", lease.Owner(), operator.FreeNow)
+	require.NoError(t, err)
+	require.Equal(t, operator.Freed, how)
+	e.requireFree("lease")
+}
+
+// A live lease is told, not deleted: its record notes the revocation, the key stays its
+// owner's until the holder releases it.
+func TestForceReleaseTellsALiveLease(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
+	how, err := e.ops.ForceReleaseHold(c, e.seen("k"), operator.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, operator.HolderTold, how)
+	require.True(t, how.Done())
+	e.requireOwner("k", lease.Owner())
+	rec := e.seen("k").Record
+	require.NotNil(t, rec)
+	require.False(t, rec.RevokedAt.IsZero(), "the record says when the hold was revoked")
+}
+
+// CannotBeTold says why a hold as seen is freed at once, and nothing for a live lease.
+var cannotBeTold = []struct {
+	name string
+	lock operator.Lock
+	want string // a part of the reason; "" for none
+}{
+	{"no record", operator.Lock{TTL: time.Minute}, "no holder record"},
+	{"plain acquisition", operator.Lock{TTL: time.Minute, Record: &operator.Record{}}, "plain acquisition"},
+	{"live lease", operator.Lock{TTL: 20 * time.Second, Record: &operator.Record{Lease: 30 * time.Second}}, ""},
+	{"lease without expiry", operator.Lock{TTL: provider.NoExpiry, Record: &operator.Record{Lease: 30 * time.Second}}, ""},
+	{"lease past its deadline", operator.Lock{TTL: 3 * time.Second, Record: &operator.Record{Lease: 30 * time.Second}}, "stopped renewing"},
+}
+
+func TestCannotBeTold(t *testing.T) {
+	for _, tc := range cannotBeTold {
+		t.Run(tc.name, func(t *testing.T) {
+			got := operator.CannotBeTold(tc.lock)
+			if tc.want == "" {
+				require.Empty(t, got)
+			} else {
+				require.Contains(t, got, tc.want)
+			}
+		})
+	}
+}
+
+// An operator's release of an owner's locks (ReleaseAllWith, TellHolderFirst: the console's D,
+// release-all) tells the live leases among them and frees the others at once; FreeNow frees
+// them all at once, as provider's ReleaseAll does.
+func TestReleaseAllWithTellsLeasesFirst(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	const owner = "svc"
+	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute}))
+	lease, err := e.p.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
+	e.set("other", "someone-else", time.Minute)
+	got := map[string]operator.Revocation{}
+	n, err := e.ops.ReleaseAllWith(c, owner, operator.ScanOptions{}, operator.TellHolderFirst,
+		func(l operator.Lock, how operator.Revocation) { got[l.Key] = how })
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, map[string]operator.Revocation{"plain": operator.Freed, "leased": operator.HolderTold}, got)
+	e.requireFree("plain")
+	e.requireOwner("leased", owner) // until its holder releases it
+	e.requireOwner("other", "someone-else")
+
+	clear(got)
+	n, err = e.ops.ReleaseAllWith(c, owner, operator.ScanOptions{}, operator.FreeNow,
+		func(l operator.Lock, how operator.Revocation) { got[l.Key] = how })
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Equal(t, map[string]operator.Revocation{"leased": operator.Freed}, got)
+	e.requireFree("leased")
+}
+
+// ReleaseAllWith asks opts.Pace before every round trip, for every command it sends: the
+// SCANs, the reads and the compare-and-unlinks. An error from Pace ends the walk there.
+func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	e.fill("mine:", "o", 250)
+	e.fill("theirs:", "x", 250)
+	counter := &redistest.Counter{}
+	e.ic.AddHook(counter)
+
+	var paced, calls int
+	n, err := e.ops.ReleaseAllWith(c, "o", operator.ScanOptions{Pace: func(_ context.Context, scans, reads int) error {
+		paced += scans + reads
+		calls++
+		return nil
+	}}, operator.TellHolderFirst, nil)
+	require.NoError(t, err)
+	require.Equal(t, 250, n)
+	cmds, trips := counter.Reset()
+	require.Equal(t, cmds, paced, "every command sent was paced")
+	require.Equal(t, trips, calls, "Pace is asked once per round trip")
+
+	stop := errors.New("over budget")
+	e.set("mine:again", "o", 0)
+	n, err = e.ops.ReleaseAllWith(c, "o", operator.ScanOptions{Pace: func(context.Context, int, int) error { return stop }}, operator.TellHolderFirst, nil)
+	require.ErrorIs(t, err, stop)
+	require.Zero(t, n)
+	e.requireOwner("mine:again", "o")
+}
+
+// A force-release that frees a key wakes the calls of every Provider waiting for it (the script
+// announces the free key), which then get it at once instead of sleeping out their backoff.
+func TestForceReleaseWakesWaiters(t *testing.T) {
+	for name, free := range map[string]func(t *testing.T, e *env){
+		"ForceReleaseOwner": func(t *testing.T, e *env) {
+			ok, err := didRelease(e.ops.ForceReleaseOwner(ctx(t), "k", "holder", operator.TellHolderFirst))
+			require.NoError(t, err)
+			require.True(t, ok)
+		},
+		"ForceReleaseAny": func(t *testing.T, e *env) {
+			owner, ok, err := didReleaseAny(e.ops.ForceReleaseAny(ctx(t), "k", operator.TellHolderFirst))
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, "holder", owner)
+		},
+		"ReleaseAllWith": func(t *testing.T, e *env) {
+			n, err := e.ops.ReleaseAllWith(ctx(t), "holder", operator.ScanOptions{}, operator.TellHolderFirst, nil)
+			require.NoError(t, err)
+			require.Equal(t, 1, n)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			const slowBackoff = time.Minute // no waiter may sleep it out: at least half a minute
+			waiting := make(chan struct{}, 1)
+			e := newEnv(t, &provider.Options{DefaultRetryInterval: slowBackoff, MaximumRetryInterval: slowBackoff,
+				Observer: provider.ObserverFunc(func(ev provider.Event) {
+					if ev.Kind == provider.EventWaiting && ev.Owner == "me" {
+						select {
+						case waiting <- struct{}{}:
+						default:
+						}
+					}
+				})})
+			require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+			done := make(chan error, 1)
+			var wg sync.WaitGroup
+			call, cancel := context.WithCancel(t.Context())
+			wg.Go(func() {
+				done <- e.p.Acquire(call, []string{"k"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true})
+			})
+			t.Cleanup(func() { cancel(); wg.Wait() })
+			select {
+			case <-waiting:
+			case <-time.After(wait):
+				t.Fatal("the waiter never started waiting")
+			}
+			free(t, e)
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(wait):
+				t.Fatalf("the waiter was not woken within %s (its backoff sleep is %s)", wait, slowBackoff)
+			}
+			e.requireOwner("k", "me")
+		})
+	}
+}
+
+// The Observer hears of every key a force-release deleted, as a Provider's Observer hears of its
+// releases (the console publishes them), and of nothing else.
+func TestObserverHearsWhatAForceReleaseFreed(t *testing.T) {
+	e := newEnv(t, nil)
+	c := ctx(t)
+	var mu sync.Mutex
+	var events []provider.Event
+	ops := operator.New(e.ic, &operator.Options{Namespace: e.ns, Observer: provider.ObserverFunc(func(ev provider.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, ev)
+	})})
+	e.set("a", "o", time.Minute)
+	e.set("b", "o", time.Minute)
+	e.set("c", "x", time.Minute)
+	lease, err := e.p.AcquireLease(c, []string{"told"}, provider.LeaseOptions{Owner: "o", Expire: 30 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
+
+	how, err := ops.ForceReleaseOwner(c, "a", "o", operator.TellHolderFirst)
+	require.NoError(t, err)
+	require.Equal(t, operator.Freed, how)
+	n, err := ops.ReleaseAllWith(c, "o", operator.ScanOptions{}, operator.TellHolderFirst, nil)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "b freed, told's holder told")
+
+	mu.Lock()
+	defer mu.Unlock()
+	var keys []string
+	for _, ev := range events {
+		require.Equal(t, provider.EventReleased, ev.Kind)
+		require.Equal(t, "o", ev.Owner)
+		keys = append(keys, ev.Key)
+	}
+	require.Equal(t, []string{"a", "b"}, keys, "a told holder releases the key itself")
+}
+
+// An operator's reads and force-releases on a Redis that went away fail with the transport
+// error, never as anything else.
+func TestRedisGoneGivesAClearError(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = client.Close() })
+	ops := operator.New(client, &operator.Options{Namespace: freshNamespace(t)})
+	srv.Stop()
+	c := ctx(t)
+	for name, call := range map[string]func() error{
+		"list": func() error { _, err := ops.List(c); return err },
+		"get":  func() error { _, _, err := ops.Get(c, "k"); return err },
+		"force release": func() error {
+			_, err := didRelease(ops.ForceReleaseOwner(c, "k", "o", operator.TellHolderFirst))
+			return err
+		},
+		"force any": func() error {
+			_, _, err := didReleaseAny(ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
+			return err
+		},
+		"release all": func() error {
+			_, err := ops.ReleaseAllWith(c, "o", operator.ScanOptions{}, operator.TellHolderFirst, nil)
+			return err
+		},
+	} {
+		err := call()
+		require.Error(t, err, name)
+		require.ErrorContains(t, err, "connect", name)
+		require.NoError(t, c.Err(), "%s returned only when the test's context ended", name)
+	}
+}
