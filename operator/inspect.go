@@ -195,8 +195,9 @@ func pttlMs(d time.Duration) int64 {
 
 // recordTTLTolerance is how far, in milliseconds, the PTTL of a holder record may be from its
 // lock's, both read in one pipeline, for the record to be the current hold's. Our scripts give
-// the record the lock's very expiry (the same TTL in the same script run, or PEXPIREAT to the
-// lock's PEXPIRETIME: lib.lua), so on Redis 7 and later the two differ only by the clock's ticks between the two PTTLs,
+// the record the lock's expiry (the same TTL in the same script run, a millisecond apart at most
+// when the clock ticks between the two writes, or PEXPIREAT to the lock's PEXPIRETIME: lib.lua),
+// so on Redis 7 and later the two differ only by that and the clock's ticks between the two PTTLs,
 // which Redis reads one after the other (0 or 1 ms, more only when the server stalls between
 // them); servers before Redis 7 compute the expiry from TIME and PTTL, one more millisecond.
 // Stock Medusa's SET NX EX and renewals give the lock an expiry of their own, a whole number
