@@ -7,6 +7,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/locktui/locktui/internal/backoff"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -94,8 +95,9 @@ const (
 func (c *conn) retryRelease(id string, l *provider.Lease) {
 	defer c.recoverInternal()
 	giveUp := l.Deadline().Add(releaseRetryFor)
-	for delay := releaseRetryMin; ; delay = min(2*delay, releaseRetryMax) {
-		t := time.NewTimer(delay)
+	retry := backoff.Doubling(releaseRetryMin, releaseRetryMax)
+	for {
+		t := time.NewTimer(retry.Next())
 		select {
 		case <-t.C:
 		case <-c.s.ctx.Done():

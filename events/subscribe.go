@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/backoff"
 	"github.com/locktui/locktui/internal/pubsub"
 )
 
@@ -118,7 +119,7 @@ func (s *Subscription) run() {
 	defer close(s.done)
 	defer close(s.c)
 	ctx := context.Background() // receives are ended by closing the connection, not by ctx
-	backoff := retryMin
+	retry := backoff.Doubling(retryMin, retryMax)
 	for {
 		msg, err := s.ps.ReceiveTimeout(ctx, pingInterval)
 		if s.stopped() {
@@ -132,13 +133,12 @@ func (s *Subscription) run() {
 			}
 			wrapped := fmt.Errorf("events: receive on %q: %w", s.channel, err)
 			s.lastErr.Store(&wrapped)
-			if !s.sleep(backoff) {
+			if !s.sleep(retry.Next()) {
 				return
 			}
-			backoff = min(2*backoff, retryMax)
 			continue
 		}
-		backoff = retryMin
+		retry.Reset()
 		s.lastErr.Store(nil)
 		m, ok := msg.(*redis.Message)
 		if !ok {

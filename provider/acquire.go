@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -324,9 +323,4 @@ func (p *Provider) giveBack(ctx context.Context, keys []string, owner, claim str
 			"keys", keys, "owner", owner, "error", err)
 	}
 	return err
-}
-
-// jitter returns 50–100 % of d, as stock Medusa's backoff does.
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.5 + rand.Float64()*0.5))
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locktui/locktui/internal/backoff"
 )
 
 // LeaseOptions are the arguments of AcquireLease.
@@ -55,7 +57,7 @@ type Lease struct {
 
 	ctx    context.Context // cancelled with the loss as cause, or by Release
 	cancel context.CancelCauseFunc
-	retry  time.Duration // the wait before the next retry of a failed renewal; renewals only
+	retry  backoff.Backoff // the waits before the retries of a failed renewal; renewals only
 
 	stopOnce sync.Once
 	mu       sync.Mutex    // guards the fields below
@@ -137,6 +139,7 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 	if err != nil {
 		return nil, endedBy(err, timeoutErr)
 	}
+	interval := max(time.Duration(ttl)*time.Second/3, MinRenewInterval)
 	l := &Lease{
 		p:        p,
 		keys:     sorted,
@@ -146,9 +149,9 @@ func (p *Provider) AcquireLease(ctx context.Context, keys []string, opts LeaseOp
 		tokens:   h.tokens,
 		resend:   mayResend,
 		ttl:      ttl,
-		interval: max(time.Duration(ttl)*time.Second/3, MinRenewInterval),
+		interval: interval,
 		acquired: time.Now(),
-		retry:    renewRetryMin,
+		retry:    backoff.Doubling(renewRetryMin, interval),
 	}
 	if opts.Owner != "" {
 		l.resend = sendOnce

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/backoff"
 	"github.com/locktui/locktui/internal/lockwire"
 	"github.com/locktui/locktui/internal/pubsub"
 	"github.com/locktui/locktui/internal/sleep"
@@ -152,7 +153,7 @@ func (l *listener) run(ctx context.Context, done chan struct{}) {
 	defer close(done)
 	defer l.live.Store(false)
 	spec := l.spec()
-	backoff := listenRetryMin
+	retry := backoff.Doubling(listenRetryMin, listenRetryMax)
 	first := true
 	for ctx.Err() == nil {
 		ps, err := pubsub.Open(ctx, l.p.client, spec, listenConfirmTimeout)
@@ -160,13 +161,12 @@ func (l *listener) run(ctx context.Context, done chan struct{}) {
 			if ctx.Err() == nil {
 				l.p.opts.Logger.Debug("wake-ups unavailable; waiters poll", "error", err)
 			}
-			if !sleep.For(ctx, backoff) {
+			if !sleep.For(ctx, retry.Next()) {
 				return
 			}
-			backoff = min(2*backoff, listenRetryMax)
 			continue
 		}
-		backoff = listenRetryMin
+		retry.Reset()
 		l.receive(ctx, ps, first)
 		first = false
 		_ = ps.Close()

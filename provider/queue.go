@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/locktui/locktui/internal/backoff"
 	"github.com/locktui/locktui/internal/sleep"
 )
 
@@ -52,17 +53,17 @@ type queue struct {
 	ttl     int64           // seconds; 0: the keys never expire (NoExpiry)
 	h       *holdings       // what a failure puts back
 	started time.Time
-	delay   time.Duration // the backoff delay, shared by all keys of the call
-	wake    *wakeup       // the registration of the current attempt
-	ticket  string        // the call's fair-queue ticket (its claim); "" without FairQueue
-	joined  string        // the key whose queue the last attempt joined, "" if none
-	listens bool          // the call uses the Provider's wake-up listener
-	leftFor time.Duration // the last attempt found the key free but left to others this long (share.go)
-	overdue bool          // the last attempt found the key held by a stock holder past its turn
-	fastKey string        // the key this call polls fast (fastPollers), "" if none
-	queued  func()        // called once Redis answered the first attempt; then nil
-	down    error         // why the last round trip could not reach Redis; nil once Redis answered
-	learn   bool          // a lease's: the server's run_id is read before the first attempt (epochs.learn)
+	delay   backoff.Backoff // the backoff, shared by all keys of the call
+	wake    *wakeup         // the registration of the current attempt
+	ticket  string          // the call's fair-queue ticket (its claim); "" without FairQueue
+	joined  string          // the key whose queue the last attempt joined, "" if none
+	listens bool            // the call uses the Provider's wake-up listener
+	leftFor time.Duration   // the last attempt found the key free but left to others this long (share.go)
+	overdue bool            // the last attempt found the key held by a stock holder past its turn
+	fastKey string          // the key this call polls fast (fastPollers), "" if none
+	queued  func()          // called once Redis answered the first attempt; then nil
+	down    error           // why the last round trip could not reach Redis; nil once Redis answered
+	learn   bool            // a lease's: the server's run_id is read before the first attempt (epochs.learn)
 
 	held      int       // keys[:held] are the call's
 	refreshed time.Time // when keys[:held] were last set or extended (when that was sent), at the oldest
@@ -79,7 +80,7 @@ type queue struct {
 // LeaseOptions.Queued).
 func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings, ttl int64, queued func(), lease bool) (time.Time, error) {
 	q := &queue{p: p, ctx: ctx, keys: normalizeKeys(keys), ttl: ttl, h: h,
-		started: time.Now(), delay: p.opts.DefaultRetryInterval, queued: queued, learn: lease}
+		started: time.Now(), delay: p.waitBackoff(), queued: queued, learn: lease}
 	if p.opts.FairQueue {
 		q.ticket = h.claim
 	}
@@ -107,6 +108,14 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings
 		p.emit(EventAcquired, key, owner, time.Since(q.started), 0)
 	}
 	return q.refreshed, nil
+}
+
+// waitBackoff is the backoff of one call's waits (Options.DefaultRetryInterval, BackoffFactor,
+// MaximumRetryInterval), shared by all its keys: each sleep is 50–100 % of the delay, as stock
+// Medusa's backoff does.
+func (p *Provider) waitBackoff() backoff.Backoff {
+	return backoff.Backoff{Initial: p.opts.DefaultRetryInterval, Max: p.opts.MaximumRetryInterval,
+		Factor: p.opts.BackoffFactor, Jitter: 0.5}
 }
 
 // next tries every key not held yet in one round trip. When one is held by someone else, or
@@ -179,7 +188,14 @@ func (q *queue) waiting(key string) {
 func (q *queue) waitFor(key string) error {
 	announced := false // EventWaiting was emitted for this wait
 	for {
-		sleep := jitter(q.delay)
+		// Next grows the delay for the round after this one, which a wake-up does not reset:
+		// it grows after a wake-up too, as after any failed attempt. A wake-up only says the
+		// key was free for an instant: when another caller wins the race, the key is held
+		// again and this waiter's next sleep stays bounded by the backoff, as in stock. Not
+		// resetting costs local waiters nothing (the next release here wakes them again at
+		// once) and keeps waiters on a key that another process won from turning each local
+		// release into a burst of fast polling.
+		sleep := q.delay.Next()
 		if q.down == nil {
 			if !announced {
 				announced = true
@@ -191,13 +207,6 @@ func (q *queue) waitFor(key string) error {
 			q.p.opts.Waker.Wait(q.wake.waitContext(), q.p.RedisKey(key), sleep)
 		}
 		q.wake.stop()
-		// The delay grows after a wake-up too, as after any failed attempt. A wake-up only
-		// says the key was free for an instant: when another caller wins the race, the key is
-		// held again and this waiter's next sleep stays bounded by the backoff, as in stock.
-		// Not resetting costs local waiters nothing (the next release here wakes them again at
-		// once) and keeps waiters on a key that another process won from turning each local
-		// release into a burst of fast polling.
-		q.delay = min(time.Duration(float64(q.delay)*q.p.opts.BackoffFactor), q.p.opts.MaximumRetryInterval)
 		if q.ctx.Err() != nil {
 			return q.ended(key)
 		}
@@ -370,8 +379,7 @@ func (q *queue) confirm() error {
 		q.waited = false
 		return err
 	}
-	sleep.For(q.ctx, jitter(q.delay))
-	q.delay = min(time.Duration(float64(q.delay)*q.p.opts.BackoffFactor), q.p.opts.MaximumRetryInterval)
+	sleep.For(q.ctx, q.delay.Next())
 	if q.ctx.Err() != nil {
 		return q.ended(q.keys[0])
 	}

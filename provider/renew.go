@@ -75,8 +75,7 @@ func (l *Lease) renewOnce(check bool) time.Duration {
 		return time.Nanosecond // the renewals deal with an unreachable Redis
 	}
 	if err != nil {
-		next := min(l.retry, l.interval)
-		l.retry *= 2
+		next := l.retry.Next()
 		l.failed(err)
 		l.p.opts.Logger.Warn(fmt.Sprintf("Failed to renew lock for key(s) %s: %v. Retrying in %dms.",
 			quoteKeys(l.keys), err, next.Milliseconds()), "deadline_in", time.Until(l.Deadline()).Round(time.Millisecond))
@@ -119,7 +118,7 @@ func (l *Lease) renewOnce(check bool) time.Duration {
 	for _, key := range l.keys {
 		l.p.emit(EventRenewed, key, l.owner, 0, time.Since(l.acquired))
 	}
-	l.retry = renewRetryMin
+	l.retry.Reset()
 	return l.interval
 }
 

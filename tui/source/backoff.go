@@ -1,6 +1,10 @@
 package source
 
-import "time"
+import (
+	"time"
+
+	"github.com/locktui/locktui/internal/backoff"
+)
 
 // Retry pacing of every feed that fails (heartbeat, subscriptions, reads).
 const (
@@ -14,6 +18,7 @@ const (
 // to RetryMax. The zero value has no failures.
 type Backoff struct {
 	failures int
+	delays   backoff.Backoff // set at the first failure in a row
 	at       time.Time
 }
 
@@ -22,8 +27,11 @@ func (b *Backoff) Wait(now time.Time) time.Duration { return max(b.at.Sub(now), 
 
 // Fail records a failure at now and reports whether it is the first in a row.
 func (b *Backoff) Fail(now time.Time) (first bool) {
+	if b.failures == 0 {
+		b.delays = backoff.Doubling(RetryMin, RetryMax)
+	}
 	b.failures++
-	b.at = now.Add(min(RetryMin<<min(b.failures-1, 10), RetryMax))
+	b.at = now.Add(b.delays.Next())
 	return b.failures == 1
 }
 
