@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/bridge"
-	"github.com/locktui/locktui/internal/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/faultproxy"
 	"github.com/locktui/locktui/provider"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/stocknode"
+	"github.com/locktui/locktui/internal/testsupport/stocknode"
 	"github.com/locktui/locktui/provider"
 )
 

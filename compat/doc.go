@@ -2,7 +2,7 @@
 // the stock Medusa provider, @medusajs/locking-redis 2.21.2 from npm, running side by side on
 // one Redis. It has no code of its own, only tests.
 //
-// The stock provider runs in a Node child process (package internal/stocknode, script
+// The stock provider runs in a Node child process (package internal/testsupport/stocknode, script
 // compat/stock/driver.js) built the way Medusa's module loader builds it. The tests prove that
 // the two exclude each other on the same keys and read each other's locks:
 //

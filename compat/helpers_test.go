@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/locktui/locktui/internal/redistest"
-	"github.com/locktui/locktui/internal/stocknode"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
+	"github.com/locktui/locktui/internal/testsupport/stocknode"
 	"github.com/locktui/locktui/provider"
 )
 

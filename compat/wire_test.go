@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/stocknode"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
+	"github.com/locktui/locktui/internal/testsupport/stocknode"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -58,7 +57,7 @@ func TestWireCompat(t *testing.T) {
 // checkWire runs every wire case on both sides, on keys that differ only in their first
 // segment, and compares the script arguments each side sent and what Redis holds.
 func checkWire(ctx context.Context, t *testing.T, e *env) {
-	rec := &scriptRecorder{}
+	rec := &redistest.Recorder{}
 	e.goP.Client().AddHook(rec)
 	var want, expiring []string
 	for i, c := range wireCases {
@@ -73,7 +72,7 @@ func checkWire(ctx context.Context, t *testing.T, e *env) {
 					OwnerID: cl.owner, Expire: cl.expire}))
 			}
 			// ARGV: owner and TTL in whole seconds ("0" for none); stock adds awaitQueue.
-			goArgs := rec.args(e.ns + goKey)
+			goArgs := scriptArgs(rec, e.ns+goKey)
 			stockCalls := e.stock.ScriptCalls(e.ns + stockKey)
 			require.Len(t, goArgs, len(c.calls))
 			require.Len(t, stockCalls, len(c.calls))
@@ -106,69 +105,28 @@ func checkWire(ctx context.Context, t *testing.T, e *env) {
 	require.Equal(t, want, keys, "both sides wrote exactly namespace+key")
 }
 
-// scriptRecorder is a go-redis hook keeping the ARGV of every successful script call, by key.
-type scriptRecorder struct {
-	mu    sync.Mutex
-	calls map[string][][]string
-}
-
-// DialHook passes dials through.
-func (r *scriptRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-// ProcessHook records a single script command.
-func (r *scriptRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		r.record(cmd)
-		return err
-	}
-}
-
-// ProcessPipelineHook records the script commands of a pipeline (the provider batches them).
-func (r *scriptRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		for _, cmd := range cmds {
-			r.record(cmd)
+// scriptArgs returns the ARGV of the successful script calls rec saw on redisKey, oldest first:
+// EVAL/EVALSHA <script> <numkeys> <key> [<key>…] <argv…> whose first key is redisKey (a NOSCRIPT
+// retry counts once). Stock sends one key; the Go provider also names the lock's holder record,
+// outside the namespace.
+func scriptArgs(rec *redistest.Recorder, redisKey string) [][]string {
+	var out [][]string
+	for _, c := range rec.Calls() {
+		name, args := c.Name(), c.Cmd.Args()
+		if (name != "evalsha" && name != "eval") || c.Replied.IsZero() || c.Err != nil || len(args) < 4 {
+			continue
 		}
-		return err
+		numKeys, err := strconv.Atoi(fmt.Sprint(args[2]))
+		if err != nil || numKeys < 1 || len(args) < 3+numKeys || fmt.Sprint(args[3]) != redisKey {
+			continue
+		}
+		argv := make([]string, 0, len(args)-3-numKeys)
+		for _, a := range args[3+numKeys:] {
+			argv = append(argv, fmt.Sprint(a))
+		}
+		out = append(out, argv)
 	}
-}
-
-// record keeps the ARGV of EVAL/EVALSHA <script> <numkeys> <key> [<key>…] <argv…>, by its
-// first key, when it succeeded (a NOSCRIPT retry is recorded once). Stock sends one key; the Go
-// provider also names the lock's holder record, outside the namespace.
-func (r *scriptRecorder) record(cmd redis.Cmder) {
-	name := cmd.Name()
-	if (name != "evalsha" && name != "eval") || cmd.Err() != nil {
-		return
-	}
-	args := cmd.Args()
-	if len(args) < 4 {
-		return
-	}
-	numKeys, err := strconv.Atoi(fmt.Sprint(args[2]))
-	if err != nil || numKeys < 1 || len(args) < 3+numKeys {
-		return
-	}
-	argv := make([]string, 0, len(args)-3-numKeys)
-	for _, a := range args[3+numKeys:] {
-		argv = append(argv, fmt.Sprint(a))
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.calls == nil {
-		r.calls = map[string][][]string{}
-	}
-	key := fmt.Sprint(args[3])
-	r.calls[key] = append(r.calls[key], argv)
-}
-
-// args returns the ARGV of the script calls on redisKey, oldest first.
-func (r *scriptRecorder) args(redisKey string) [][]string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.calls[redisKey])
+	return out
 }
 
 // requireTTL checks a TTL in whole seconds: exactly -1 for none, else at most want and no more

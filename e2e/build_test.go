@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 
-	"github.com/locktui/locktui/internal/stocknode"
+	"github.com/locktui/locktui/internal/nodeproc"
+	"github.com/locktui/locktui/internal/testsupport/stocknode"
 )
 
 // bins are the binaries under test, built once per test run.
@@ -69,7 +71,7 @@ func removeBinaries() {
 
 // moduleRoot is the directory of the locktui go.mod (the parent of compat/).
 func moduleRoot() (string, error) {
-	compat, err := stocknode.CompatDir()
+	compat, err := nodeproc.FindCompatDir(".")
 	if err != nil {
 		return "", err
 	}
@@ -80,20 +82,17 @@ func moduleRoot() (string, error) {
 // the node binary and the compat directory. It fails the test (never skips) with a hint.
 func nodeEnv(t *testing.T) (node, compat string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
+	node, err := nodeproc.LookPath()
 	if err != nil {
-		t.Fatal(stocknode.NodeInstallHint)
+		t.Fatal(err)
 	}
 	compat, err = stocknode.CompatDir()
 	if err != nil {
 		t.Fatalf("e2e: %v", err)
 	}
-	if err := stocknode.CheckDeps(compat); err != nil {
+	// The stock packages, and ws: the bridge client's dependency.
+	if err := nodeproc.CheckDeps(compat, slices.Concat(stocknode.Packages, []string{"ws"})...); err != nil {
 		t.Fatalf("e2e: %v", err)
-	}
-	if _, err := os.Stat(filepath.Join(compat, "node_modules", "ws", "package.json")); err != nil {
-		t.Fatalf("e2e: ws (the bridge client's dependency) is not installed in %s: %s",
-			filepath.Join(compat, "node_modules"), stocknode.DepsHint)
 	}
 	return node, compat
 }

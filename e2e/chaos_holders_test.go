@@ -19,7 +19,7 @@ import (
 	"testing"
 
 	"github.com/locktui/locktui/e2e/chaos"
-	"github.com/locktui/locktui/internal/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/faultproxy"
 )
 
 // Kinds of chaos holder (the part of a holder id before the '-', see chaos.HolderKind).

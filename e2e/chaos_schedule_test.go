@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/e2e/chaos"
-	"github.com/locktui/locktui/internal/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/faultproxy"
 	"github.com/locktui/locktui/provider"
 )
 

@@ -7,7 +7,7 @@
 // invocations (cmd/locktui). The Node side is one script, node/worker.js, driven over JSON lines
 // on stdin and stdout; it loads its packages from compat/node_modules. TestMedusaBackend also
 // runs a whole Medusa 2.21.2 backend, the app in compat/medusa-app, on a private PostgreSQL
-// (internal/pgtest); medusa_app_test.go has its helpers (migrate and seed, start a server,
+// (internal/testsupport/pgtest); medusa_app_test.go has its helpers (migrate and seed, start a server,
 // complete a cart through the store API).
 //
 // What the suite proves:

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/e2e/chaos"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
 
 // The workload and the bounds of TestSentinelFailover.
@@ -102,7 +102,7 @@ func (f *failoverRun) note(format string, args ...any) int64 {
 func monoOf(at time.Time) int64 { return chaos.MonoNow() - int64(time.Since(at)) }
 
 // TestSentinelFailover runs the locks through two Sentinel failovers as an operator would run
-// them: a master, a replica and three sentinels (internal/redistest), the bridge and every
+// them: a master, a replica and three sentinels (internal/testsupport/redistest), the bridge and every
 // `locktui run` on the Sentinel URL, two `locktui run --expire 3s` loops and two bridge clients
 // looping execute with expire 3 on one key, each holding it ~700 ms and logging when it starts
 // and stops believing (package e2e/chaos). While a holder is inside, the master is SIGKILLed;

@@ -21,15 +21,15 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/internal/freeport"
-	"github.com/locktui/locktui/internal/pgtest"
-	"github.com/locktui/locktui/internal/redistest"
-	"github.com/locktui/locktui/internal/stocknode"
+	"github.com/locktui/locktui/internal/nodeproc"
 	"github.com/locktui/locktui/internal/tailbuf"
+	"github.com/locktui/locktui/internal/testsupport/pgtest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
 
 // The Medusa backend of the suite: the app in compat/medusa-app (medusa-config.js and a seed
 // script), run with the medusa CLI of compat/node_modules on a private PostgreSQL
-// (internal/pgtest) and redis-server. These helpers start it the way a Medusa team does
+// (internal/testsupport/pgtest) and redis-server. These helpers start it the way a Medusa team does
 // (`medusa db:migrate`, `medusa exec` of the seed, `medusa start`) and drive its store API the
 // way a storefront does, for every test that needs a real Medusa.
 
@@ -71,11 +71,8 @@ func findMedusaApp(t *testing.T) medusaApp {
 		cli:  filepath.Join(compat, "node_modules", "@medusajs", "cli", "cli.js"),
 		dir:  filepath.Join(filepath.Dir(compat), filepath.FromSlash(medusaAppPath)),
 	}
-	for _, pkg := range []string{"medusa", "cli"} {
-		if _, err := os.Stat(filepath.Join(compat, "node_modules", "@medusajs", pkg, "package.json")); err != nil {
-			t.Fatalf("e2e: @medusajs/%s (the Medusa app's) is not installed in %s: %s",
-				pkg, filepath.Join(compat, "node_modules"), stocknode.DepsHint)
-		}
+	if err := nodeproc.CheckDeps(compat, "@medusajs/medusa", "@medusajs/cli"); err != nil { // the Medusa app's
+		t.Fatalf("e2e: %v", err)
 	}
 	return app
 }

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/events"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"

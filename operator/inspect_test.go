@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/lockwire"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
@@ -101,7 +100,7 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 		e.set(fmt.Sprintf("k%03d", i), "o", 0)
 	}
 	var scans, reads, trips int
-	sent := &readCounter{}
+	sent := &redistest.Recorder{}
 	e.ic.AddHook(sent)
 	got := 0
 	err := e.ops.ScanWith(c, operator.ScanOptions{Pace: func(_ context.Context, s, r int) error {
@@ -114,7 +113,7 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, got, n)
 	require.Equal(t, operator.ReadsPerKey*got, reads, "ReadsPerKey reads per key read told to Pace")
-	require.Equal(t, int64(reads), sent.n.Load(), "the reads told to Pace are the reads sent")
+	require.Equal(t, reads, sent.Count("get")+sent.Count("pttl"), "the reads told to Pace are the reads sent")
 	// Each SCAN after the first rides with the reads of the batch before; the last batch's reads
 	// go alone, unless the last SCAN found none of ours (the server is shared with other tests,
 	// whose keys a SCAN may examine without a match).
@@ -124,33 +123,6 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 	err = e.ops.ScanWith(c, operator.ScanOptions{Pace: func(context.Context, int, int) error { return stop }},
 		func([]operator.Lock) error { t.Fatal("nothing is read once Pace refused"); return nil })
 	require.ErrorIs(t, err, stop)
-}
-
-// readCounter is a go-redis hook that counts the reads of locks and records sent: GET and PTTL.
-type readCounter struct{ n atomic.Int64 }
-
-func (r *readCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *readCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.count([]redis.Cmder{cmd})
-		return next(ctx, cmd)
-	}
-}
-
-func (r *readCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.count(cmds)
-		return next(ctx, cmds)
-	}
-}
-
-func (r *readCounter) count(cmds []redis.Cmder) {
-	for _, cmd := range cmds {
-		if name := cmd.Name(); name == "get" || name == "pttl" {
-			r.n.Add(1)
-		}
-	}
 }
 
 func TestReadReportsFoundAndAbsent(t *testing.T) {

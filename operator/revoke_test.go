@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
@@ -241,7 +241,7 @@ func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
 	c := ctx(t)
 	e.fill("mine:", "o", 250)
 	e.fill("theirs:", "x", 250)
-	counter := &redistest.Counter{}
+	counter := &redistest.Recorder{}
 	e.ic.AddHook(counter)
 
 	var paced, calls int

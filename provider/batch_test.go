@@ -12,31 +12,22 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
 
-// pipelineSizes records the number of commands of every pipeline a client sends.
-type pipelineSizes struct {
-	mu    sync.Mutex
-	sizes []int
-}
-
-func (p *pipelineSizes) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (p *pipelineSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (p *pipelineSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		p.mu.Lock()
-		p.sizes = append(p.sizes, len(cmds))
-		p.mu.Unlock()
-		return next(ctx, cmds)
+// tripSizes returns the number of commands of each round trip rec saw after its first skip.
+func tripSizes(rec *redistest.Recorder, skip int) []int {
+	var sizes []int
+	for _, c := range rec.Calls() {
+		if i := c.Trip - skip - 1; i >= 0 {
+			for len(sizes) <= i {
+				sizes = append(sizes, 0)
+			}
+			sizes[i]++
+		}
 	}
-}
-
-func (p *pipelineSizes) all() []int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]int(nil), p.sizes...)
+	return sizes
 }
 
 // awaitBlockedClients waits until Redis holds at least n commands (paused clients count as blocked).
@@ -63,8 +54,8 @@ func TestConcurrentCallsShareAPipelineAndAQueuedCallThatGivesUpSendsNothing(t *t
 	srv := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: -1, PoolSize: 64, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
-	sizes := &pipelineSizes{}
-	client.AddHook(sizes)
+	sent := &redistest.Recorder{}
+	client.AddHook(sent)
 	e := newEnvOn(t, srv, nil)
 	p := newProvider(t, client, &provider.Options{Namespace: e.ns})
 	require.NoError(t, p.Acquire(ctx(t), []string{"warm-up"}, provider.AcquireOptions{})) // loads the script
@@ -89,7 +80,7 @@ func TestConcurrentCallsShareAPipelineAndAQueuedCallThatGivesUpSendsNothing(t *t
 	require.Eventually(t, func() bool { return provider.QueuedCalls(p) == 1 }, wait, time.Millisecond)
 	cancel()
 	require.Eventually(t, func() bool { return provider.QueuedCalls(p) == 0 }, wait, time.Millisecond)
-	before := len(sizes.all())
+	before := sent.Trips()
 	for i := 4; i < 9; i++ {
 		wg.Go(func() { acquire(i) })
 	}
@@ -103,5 +94,6 @@ func TestConcurrentCallsShareAPipelineAndAQueuedCallThatGivesUpSendsNothing(t *t
 		e.requireOwner("k"+strconv.Itoa(i), provider.DefaultOwner)
 	}
 	e.requireFree("gave-up")
-	require.Contains(t, sizes.all()[before:], 5, "the five queued calls went out in one pipeline: %v", sizes.all())
+	sizes := tripSizes(sent, before)
+	require.Contains(t, sizes, 5, "the five queued calls went out in one pipeline: %v", sizes)
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
@@ -44,7 +44,7 @@ func BenchmarkExecute(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { _ = client.Close() })
-			trips := &tripCounter{}
+			trips := &redistest.Recorder{CountOnly: true}
 			client.AddHook(trips)
 			p := newProvider(b, client, &provider.Options{Namespace: "bench:", Logger: slog.New(slog.DiscardHandler)})
 			job := func(context.Context) error { return nil }
@@ -60,7 +60,7 @@ func BenchmarkExecute(b *testing.B) {
 			warm.Wait()
 			sentBefore, allBefore := commandCalls(b, stats)
 			cpuBefore := serverCPU(b, stats)
-			trips.n.Store(0)
+			trips.Reset()
 			var left atomic.Int64
 			left.Store(int64(b.N))
 			b.ReportAllocs()
@@ -86,7 +86,7 @@ func BenchmarkExecute(b *testing.B) {
 			b.ReportMetric(float64(sent-sentBefore-1)/n, "cmds/op") // less the INFO before
 			b.ReportMetric(float64(all-allBefore-1)/n, "redis-cmds/op")
 			b.ReportMetric((serverCPU(b, stats)-cpuBefore).Seconds()*1e6/n, "redis-µs/op")
-			b.ReportMetric(float64(trips.n.Load())/float64(b.N), "rtt/op")
+			b.ReportMetric(float64(trips.Trips())/float64(b.N), "rtt/op")
 		})
 	}
 }
@@ -169,23 +169,4 @@ var scriptCalled = map[string]bool{
 	"hsetnx": true, "hgetall": true, "hmget": true, "pexpireat": true, "pexpire": true, "pexpiretime": true, "persist": true,
 	"pttl": true, "time": true, "mget": true, "unlink": true, "type": true, "expire": true, "publish": true, "lindex": true, "lpop": true, "rpush": true, "lrem": true,
 	"zadd": true, "zrem": true, "zscore": true, "zrange": true,
-}
-
-// tripCounter counts the round trips a client makes: each command or pipeline it sends.
-type tripCounter struct{ n atomic.Int64 }
-
-func (c *tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.n.Add(1)
-		return next(ctx, cmds)
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,8 @@ import (
 // and ReleaseAll frees every master's locks with their records.
 func TestClusterOfThreeKeepsSideKeysInTheLocksSlot(t *testing.T) {
 	t.Parallel()
-	cl, nodes := startClusterOf(t, 3)
+	cluster := redistest.StartCluster(t, 3)
+	cl, nodes := cluster.Client(t), cluster.NodeClients(t)
 	const ns = "c3:"
 	p := newProvider(t, cl, &provider.Options{Namespace: ns, FairQueue: true, Holder: provider.Holder{Program: "c3"}})
 	c := ctx(t)

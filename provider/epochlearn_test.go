@@ -3,52 +3,15 @@ package provider_test
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
-
-// infoGate holds every INFO sent once it is armed, until it is opened.
-type infoGate struct {
-	mu     sync.Mutex
-	armed  bool
-	opened chan struct{}
-}
-
-func (g *infoGate) arm() {
-	g.mu.Lock()
-	g.armed = true
-	g.mu.Unlock()
-}
-
-func (g *infoGate) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (g *infoGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		g.mu.Lock()
-		hold := g.armed && strings.EqualFold(cmd.Name(), "info")
-		g.mu.Unlock()
-		if hold {
-			select {
-			case <-g.opened:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (g *infoGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 // Defect (found measuring a Sentinel failover, issue 21): a provider that had not read its
 // server's run_id yet took it from the first probe that answered. When the server changed
@@ -58,10 +21,21 @@ func (g *infoGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // takes anything.
 func TestAServerChangeBeforeTheFirstProbeIsNoticed(t *testing.T) {
 	srv := redistest.Start(t)
-	gate := &infoGate{opened: make(chan struct{})}
+	opened := make(chan struct{})
+	holdInfo := func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "info" {
+			select {
+			case <-opened:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	gate := &redistest.Recorder{}
 	e := newEnvOn(t, srv, &provider.Options{Observer: provider.ObserverFunc(func(ev provider.Event) {
 		if ev.Kind == provider.EventAcquired {
-			gate.arm() // the probes that follow the acquisition wait for the gate
+			gate.BeforeSend(holdInfo) // the probes that follow the acquisition wait for the gate
 		}
 	})})
 	e.pc.AddHook(gate)
@@ -69,7 +43,7 @@ func TestAServerChangeBeforeTheFirstProbeIsNoticed(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { _, _ = l.Release(context.Background()) }()
 	srv.Restart(t, 0)
-	close(gate.opened)
+	close(opened)
 	select {
 	case <-l.Done():
 	case <-time.After(5 * time.Second):

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )
@@ -63,7 +62,7 @@ func TestSentinelFailoverThatLosesAnAcquisition(t *testing.T) {
 	dep := redistest.StartSentinelWith(t, redistest.SentinelConfig{DebugCommand: true})
 	ns := freshNamespace(t)
 	const key = "job"
-	probes := &probeLog{}
+	probes := &redistest.Recorder{}
 	holder, holderClient := sentinelProvider(t, dep, ns, probes)
 	waiter, waiterClient := sentinelProvider(t, dep, ns, nil)
 	c, cancel := context.WithTimeout(t.Context(), 25*time.Second)
@@ -114,7 +113,7 @@ func TestSentinelFailoverThatLosesAnAcquisition(t *testing.T) {
 	case toldAt = <-told:
 	case <-time.After(time.Until(answered.Add(lossTold + 5*time.Second))):
 		t.Fatalf("the holder was not told within %s of the new master answering\nholder's probes from the kill:\n%s",
-			lossTold+5*time.Second, probes.since(killed))
+			lossTold+5*time.Second, probesSince(probes, killed))
 	}
 	t.Logf("kill → promotion (the first sentinel names %s) %s; kill → the new master answers (every sentinel names it) %s",
 		promotedNode.Addr, promoted.Sub(killed), answered.Sub(killed))
@@ -122,7 +121,7 @@ func TestSentinelFailoverThatLosesAnAcquisition(t *testing.T) {
 		granted.Sub(answered), toldAt.Sub(answered), lossTold)
 	t.Logf("overlap (holder told − waiter granted): %s; fencing tokens: holder %d, waiter %d",
 		toldAt.Sub(granted), lease.FencingToken(), wl.FencingToken())
-	t.Logf("holder's probes from the kill:\n%s", probes.since(killed))
+	t.Logf("holder's probes from the kill:\n%s", probesSince(probes, killed))
 
 	require.ErrorIs(t, lease.Err(), provider.ErrLockLost)
 	require.ErrorIs(t, lease.Err(), provider.ErrServerRestarted, "the loss says the server failed over: %v", lease.Err())
@@ -132,7 +131,7 @@ func TestSentinelFailoverThatLosesAnAcquisition(t *testing.T) {
 
 // sentinelProvider returns a provider in namespace ns on a client of its own for dep's URL, as
 // another process would have, with probes, when not nil, recording its epoch probes.
-func sentinelProvider(t *testing.T, dep *redistest.Sentinel, ns string, probes *probeLog) (*provider.Provider, redis.UniversalClient) {
+func sentinelProvider(t *testing.T, dep *redistest.Sentinel, ns string, probes *redistest.Recorder) (*provider.Provider, redis.UniversalClient) {
 	t.Helper()
 	client, err := redisconn.Open(dep.URL, redisconn.TLSFiles{})
 	require.NoError(t, err)
@@ -143,60 +142,31 @@ func sentinelProvider(t *testing.T, dep *redistest.Sentinel, ns string, probes *
 	return newProvider(t, client, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)}), client
 }
 
-// probeLog records a client's INFO commands: the provider's epoch probes.
-type probeLog struct {
-	mu     sync.Mutex
-	probes []probeRecord
-}
-
-type probeRecord struct {
-	start, end time.Time
-	runID      string
-	err        error
-}
-
-func (p *probeLog) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (p *probeLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (p *probeLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() != "info" {
-			return next(ctx, cmd)
-		}
-		r := probeRecord{start: time.Now()}
-		err := next(ctx, cmd)
-		r.end, r.err = time.Now(), err
-		if sc, ok := cmd.(*redis.StringCmd); ok && err == nil {
-			for line := range strings.Lines(sc.Val()) {
-				if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
-					r.runID = id[:8]
-				}
-			}
-		}
-		p.mu.Lock()
-		p.probes = append(p.probes, r)
-		p.mu.Unlock()
-		return err
-	}
-}
-
-// since renders the probes that ended after from, relative to it.
-func (p *probeLog) since(from time.Time) string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// probesSince renders the INFO commands rec saw (the provider's epoch probes) that returned
+// after from, relative to it.
+func probesSince(rec *redistest.Recorder, from time.Time) string {
 	var s strings.Builder
-	for _, r := range p.probes {
-		if r.end.Before(from) {
+	for _, c := range rec.Calls() {
+		if c.Name() != "info" || c.Replied.Before(from) {
 			continue
 		}
-		outcome := "run_id " + r.runID
-		if r.err != nil {
-			outcome = "failed: " + r.err.Error()
+		outcome := "run_id " + runID(c.Cmd)
+		if c.Err != nil {
+			outcome = "failed: " + c.Err.Error()
 		}
-		fmt.Fprintf(&s, "  +%-7s → +%-7s %s\n", r.start.Sub(from).Round(time.Millisecond), r.end.Sub(from).Round(time.Millisecond), outcome)
+		fmt.Fprintf(&s, "  +%-7s → +%-7s %s\n", c.Sent.Sub(from).Round(time.Millisecond), c.Replied.Sub(from).Round(time.Millisecond), outcome)
 	}
 	return s.String()
+}
+
+// runID returns the first 8 characters of the run_id an answered INFO reports, or "".
+func runID(info redis.Cmder) string {
+	if sc, ok := info.(*redis.StringCmd); ok {
+		for line := range strings.Lines(sc.Val()) {
+			if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+				return id[:8]
+			}
+		}
+	}
+	return ""
 }

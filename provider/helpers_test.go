@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
@@ -197,27 +197,18 @@ type scriptCall struct {
 	At     time.Time // when it was sent
 }
 
-// recorder is a go-redis hook that records the provider's script calls (NOSCRIPT replies, which
-// the provider retries with EVAL, are not recorded) and can fail chosen calls.
-type recorder struct {
-	mu    sync.Mutex
-	calls []scriptCall
-	// fail, when set, is asked before each pipeline or command with a script call is sent; it
-	// may block (on ctx, like a client that honours deadlines), and a non-nil error fails every
-	// command of it, as a broken connection would.
-	fail func(context.Context, scriptCall) error
-	// after, when set, is asked once the commands ran; a non-nil error replaces their replies,
-	// as a reply lost on the way back would.
-	after func(context.Context, scriptCall) error
-}
+// recorder records the provider's script calls (NOSCRIPT replies, which the provider retries
+// with EVAL, are not recorded) and can fail chosen calls.
+type recorder struct{ *redistest.Recorder }
 
 func record(e *env) *recorder {
-	r := &recorder{}
-	e.pc.AddHook(r)
+	r := &recorder{&redistest.Recorder{}}
+	e.pc.AddHook(r.Recorder)
 	return r
 }
 
-func toCall(cmd redis.Cmder) (scriptCall, bool) {
+// toCall reads cmd as a call of one of the provider's scripts, sent at at.
+func toCall(cmd redis.Cmder, at time.Time) (scriptCall, bool) {
 	args := cmd.Args()
 	name := strings.ToLower(fmt.Sprint(args[0]))
 	if (name != "evalsha" && name != "eval") || len(args) < 4 {
@@ -232,72 +223,24 @@ func toCall(cmd redis.Cmder) (scriptCall, bool) {
 	if err != nil || len(args) < 3+numKeys {
 		return scriptCall{}, false
 	}
-	c := scriptCall{Script: scriptNames[id], Key: fmt.Sprint(args[3]), At: time.Now()}
+	c := scriptCall{Script: scriptNames[id], Key: fmt.Sprint(args[3]), At: at}
 	for _, a := range args[3+numKeys:] {
 		c.Args = append(c.Args, fmt.Sprint(a))
 	}
 	return c, true
 }
 
-func (r *recorder) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		return r.process(ctx, []redis.Cmder{cmd}, func(ctx context.Context) error { return next(ctx, cmd) })
-	}
-}
-
-func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		return r.process(ctx, cmds, func(ctx context.Context) error { return next(ctx, cmds) })
-	}
-}
-
-func (r *recorder) process(ctx context.Context, cmds []redis.Cmder, next func(context.Context) error) error {
-	r.mu.Lock()
-	fail, after := r.fail, r.after
-	r.mu.Unlock()
-	if fail != nil {
-		for _, cmd := range cmds {
-			if c, ok := toCall(cmd); ok {
-				if err := fail(ctx, c); err != nil {
-					for _, cmd := range cmds {
-						cmd.SetErr(err)
-					}
-					return err
-				}
-			}
-		}
-	}
-	err := next(ctx)
-	var sent []scriptCall
-	for _, cmd := range cmds {
-		if c, ok := toCall(cmd); ok && !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			sent = append(sent, c)
-		}
-	}
-	r.mu.Lock()
-	r.calls = append(r.calls, sent...)
-	r.mu.Unlock()
-	if after != nil {
-		for _, c := range sent {
-			if lost := after(ctx, c); lost != nil {
-				for _, cmd := range cmds {
-					cmd.SetErr(lost)
-				}
-				return lost
-			}
-		}
-	}
-	return err
-}
-
-// of returns the recorded calls of one script.
+// of returns the answered calls of one script.
 func (r *recorder) of(script string) []scriptCall {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []scriptCall
-	for _, c := range r.calls {
+	for _, call := range r.Calls() {
+		if call.Replied.IsZero() || redis.HasErrorPrefix(call.Err, "NOSCRIPT") {
+			continue
+		}
+		c, ok := toCall(call.Cmd, call.Sent)
+		if !ok {
+			continue
+		}
 		name := c.Script
 		if name == "extend" && slices.Contains(c.Args, "check") {
 			name = "check" // extend.lua's check of a lease's keys (hear.go): not a renewal
@@ -309,16 +252,39 @@ func (r *recorder) of(script string) []scriptCall {
 	return out
 }
 
+// setFail has f asked before each script call is sent (nil: none is); it may block (on ctx,
+// like a client that honours deadlines), and a non-nil error fails every command of its
+// pipeline, unsent, as a broken connection would.
 func (r *recorder) setFail(f func(context.Context, scriptCall) error) {
-	r.mu.Lock()
-	r.fail = f
-	r.mu.Unlock()
+	if f == nil {
+		r.BeforeSend(nil)
+		return
+	}
+	r.BeforeSend(func(ctx context.Context, cmd redis.Cmder) error {
+		if c, ok := toCall(cmd, time.Now()); ok {
+			return f(ctx, c)
+		}
+		return nil
+	})
 }
 
+// setAfter has f asked about each script call once it ran (nil: none is; a NOSCRIPT reply is
+// not asked about); a non-nil error replaces the replies of its pipeline, as a reply lost on the
+// way back would.
 func (r *recorder) setAfter(f func(context.Context, scriptCall) error) {
-	r.mu.Lock()
-	r.after = f
-	r.mu.Unlock()
+	if f == nil {
+		r.AfterReply(nil)
+		return
+	}
+	r.AfterReply(func(ctx context.Context, cmd redis.Cmder) error {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			return nil
+		}
+		if c, ok := toCall(cmd, time.Now()); ok {
+			return f(ctx, c)
+		}
+		return nil
+	})
 }
 
 // waker records the waits the provider asks for and returns at once, so backoff tests take no

@@ -14,7 +14,10 @@ import (
 )
 
 // pipelineGate holds back every pipeline that runs acquire.lua on a gated Redis key until its
-// gate opens, and records the give-backs that reach Redis, by key.
+// gate opens, and records the give-backs that reach Redis, by key. It stays a hook of its own,
+// not a redistest.Recorder: it is a barrier rather than a recorder, holding whole pipelines back
+// by script and key and telling the test when each arrived, so that the test can order the
+// batcher's pipelines in flight.
 type pipelineGate struct {
 	mu        sync.Mutex
 	gates     map[string]chan struct{} // Redis key → closed to let its acquire pipeline through

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/redisconn"
 	"go.uber.org/goleak"
 )

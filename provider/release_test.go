@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -140,36 +140,29 @@ func TestReleaseAllWalksManyScanBatches(t *testing.T) {
 	}
 }
 
-// afterRead runs f once, right after the first pipeline that reads the keys a SCAN found:
-// the window in which a release that deleted on what it read would delete a key that changed
-// owner (stock's GET-then-UNLINK releaseAll did).
-type afterRead struct {
-	once sync.Once
-	f    func()
-}
-
-func (h *afterRead) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *afterRead) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h *afterRead) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		if len(cmds) > 0 && cmds[0].Name() == "get" {
-			h.once.Do(h.f)
+// afterRead runs f once, right after the first round trip that reads the keys a SCAN found (its
+// GETs): the window in which a release that deleted on what it read would delete a key that
+// changed owner (stock's GET-then-UNLINK releaseAll did).
+func afterRead(e *env, f func()) {
+	var once sync.Once
+	rec := &redistest.Recorder{}
+	rec.AfterReply(func(_ context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "get" {
+			once.Do(f)
 		}
-		return err
-	}
+		return nil
+	})
+	e.pc.AddHook(rec)
 }
 
 func TestReleaseAllComparesOwnerAtDeleteTime(t *testing.T) {
 	e := newEnv(t, nil)
 	e.set("a", "o", 0)
 	e.set("b", "o", 0)
-	e.pc.AddHook(&afterRead{f: func() {
+	afterRead(e, func() {
 		// Between the read and the delete, "a" is released and taken by someone else.
 		e.set("a", "thief", 0)
-	}})
+	})
 	n, err := e.p.ReleaseAll(ctx(t), "o")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
@@ -185,9 +178,9 @@ func TestReleaseAllReportsAKeyRedisRefused(t *testing.T) {
 	e := newEnvOn(t, srv, nil)
 	e.set("a", "o", 0)
 	e.set("b", "o", 0)
-	e.pc.AddHook(&afterRead{f: func() {
+	afterRead(e, func() {
 		require.NoError(t, e.rdb.Do(context.Background(), "ACL", "SETUSER", "default", "-unlink").Err())
-	}})
+	})
 	n, err := e.p.ReleaseAll(ctx(t), "o")
 	require.ErrorContains(t, err, "can't run this command")
 	require.Regexp(t, `release "[ab]": `, err.Error(), "the error names its key")

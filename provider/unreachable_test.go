@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -18,9 +17,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/faultproxy"
 	"github.com/locktui/locktui/internal/redisproc"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -64,43 +63,22 @@ func TestIsUnreachable(t *testing.T) {
 	}
 }
 
-// unreachables counts the round trips of a client that failed because Redis could not be
+// unreachableTrips returns how many of rec's round trips failed because Redis could not be
 // reached (provider.IsUnreachable).
-type unreachables struct{ n atomic.Int64 }
-
-func (u *unreachables) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (u *unreachables) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		u.note(err, cmd)
-		return err
-	}
-}
-
-func (u *unreachables) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		u.note(err, cmds...)
-		return err
-	}
-}
-
-func (u *unreachables) note(err error, cmds ...redis.Cmder) {
-	for _, cmd := range cmds {
-		if err == nil {
-			err = cmd.Err()
+func unreachableTrips(rec *redistest.Recorder) int {
+	failed := map[int]bool{}
+	for _, c := range rec.Calls() {
+		if provider.IsUnreachable(c.Err) {
+			failed[c.Trip] = true
 		}
 	}
-	if provider.IsUnreachable(err) {
-		u.n.Add(1)
-	}
+	return len(failed)
 }
 
-// await waits until at least n round trips failed so.
-func (u *unreachables) await(t *testing.T, n int64) {
+// awaitUnreachable waits until at least n of rec's round trips failed so.
+func awaitUnreachable(t *testing.T, rec *redistest.Recorder, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return u.n.Load() >= n }, wait, poll, "round trips that could not reach Redis")
+	require.Eventually(t, func() bool { return unreachableTrips(rec) >= n }, wait, poll, "round trips that could not reach Redis")
 }
 
 // rideOutCalls are the calls that wait, each on keys "a" and "b".
@@ -143,7 +121,7 @@ func TestAWaitStartedWhileRedisIsDownRidesItOut(t *testing.T) {
 			t.Cleanup(srv.Stop)
 			client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 			t.Cleanup(func() { _ = client.Close() })
-			failed := &unreachables{}
+			failed := &redistest.Recorder{}
 			client.AddHook(failed)
 			p := newProvider(t, client, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
 
@@ -155,7 +133,7 @@ func TestAWaitStartedWhileRedisIsDownRidesItOut(t *testing.T) {
 			err = call.run(t.Context(), p, 15*time.Second)
 			require.NoError(t, <-restarted)
 			require.NoError(t, err, "Redis came back within the timeout")
-			require.Positive(t, failed.n.Load(), "the wait started while Redis was down")
+			require.Positive(t, unreachableTrips(failed), "the wait started while Redis was down")
 
 			locks, err := opsOf(p).List(ctx(t))
 			require.NoError(t, err)
@@ -191,7 +169,7 @@ func TestAWaitWhoseRedisNeverComesBackSaysSo(t *testing.T) {
 		t.Run(call.name, func(t *testing.T) {
 			p := fastFail(t, srv, provider.Options{DefaultRetryInterval: 5 * time.Millisecond,
 				MaximumRetryInterval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-			failed := &unreachables{}
+			failed := &redistest.Recorder{}
 			p.Client().AddHook(failed)
 			start := time.Now()
 			err := call.run(ctx(t), p, 300*time.Millisecond)
@@ -203,17 +181,17 @@ func TestAWaitWhoseRedisNeverComesBackSaysSo(t *testing.T) {
 			require.ErrorAs(t, err, &down)
 			require.ErrorContains(t, down, "Redis could not be reached: ")
 			require.ErrorContains(t, down, "connection refused")
-			require.Greater(t, failed.n.Load(), int64(1), "the wait tried again")
+			require.Greater(t, unreachableTrips(failed), 1, "the wait tried again")
 		})
 	}
 	// Cancelled rather than timed out: the conflict matches the cancellation, and says why.
 	p := fastFail(t, srv, provider.Options{Logger: slog.New(slog.DiscardHandler)})
-	failed := &unreachables{}
+	failed := &redistest.Recorder{}
 	p.Client().AddHook(failed)
 	c, cancel := context.WithCancelCause(ctx(t))
 	done := make(chan error, 1)
 	go func() { done <- p.Acquire(c, []string{"a"}, provider.AcquireOptions{AwaitQueue: true}) }()
-	failed.await(t, 1)
+	awaitUnreachable(t, failed, 1)
 	cancel(errShutdown)
 	err := <-done
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("a"))
@@ -250,14 +228,14 @@ func TestAWaitThatRodeOutAnOutageGivesBackWhatItTook(t *testing.T) {
 	for _, call := range rideOutCalls {
 		t.Run(call.name, func(t *testing.T) {
 			e, px := bareProxiedEnv(t)
-			failed := &unreachables{}
+			failed := &redistest.Recorder{}
 			e.pc.AddHook(failed)
 			e.set("b", "holder", 0)
 			px.Refuse(true)
 			px.CutAll()
 			done := make(chan error, 1)
 			go func() { done <- call.run(ctx(t), e.p, time.Second) }()
-			failed.await(t, 2)
+			awaitUnreachable(t, failed, 2)
 			px.Refuse(false)
 			err := <-done
 			conflict(t, err, call.kind, map[error]string{provider.ErrTimedOut: timedOutMsg, provider.ErrNotAcquired: notAcquiredMsg("b")}[call.kind])
@@ -275,7 +253,7 @@ func TestAWaitThatRodeOutAnOutageGivesBackWhatItTook(t *testing.T) {
 // one lock of its own; had it failed, the give-back would have undone both runs.
 func TestAWaitRetriesAnAttemptOfUnknownOutcomeUnderItsClaim(t *testing.T) {
 	e, px := bareProxiedEnv(t)
-	failed := &unreachables{}
+	failed := &redistest.Recorder{}
 	e.pc.AddHook(failed)
 	px.LoseReplyTo([]byte("lost-owner"), func() { px.Refuse(true) })
 	done := make(chan error, 1)
@@ -283,7 +261,7 @@ func TestAWaitRetriesAnAttemptOfUnknownOutcomeUnderItsClaim(t *testing.T) {
 		done <- e.p.Acquire(ctx(t), []string{"a"}, provider.AcquireOptions{Owner: "lost-owner", Claim: "claim-1",
 			AwaitQueue: true, Expire: time.Minute})
 	}()
-	failed.await(t, 2)
+	awaitUnreachable(t, failed, 2)
 	require.Equal(t, 1, px.LostReplies())
 	px.Refuse(false)
 	require.NoError(t, <-done)
@@ -301,7 +279,7 @@ func TestAWaitRetriesAnAttemptOfUnknownOutcomeUnderItsClaim(t *testing.T) {
 // re-entry and the first run's take of "a", claim-checked.
 func TestAWaitThatFailsAfterAnAttemptOfUnknownOutcomeGivesItBack(t *testing.T) {
 	e, px := bareProxiedEnv(t)
-	failed := &unreachables{}
+	failed := &redistest.Recorder{}
 	e.pc.AddHook(failed)
 	e.set("b", "holder", 0)
 	px.LoseReplyTo([]byte("lost-owner"), func() { px.Refuse(true) })
@@ -311,7 +289,7 @@ func TestAWaitThatFailsAfterAnAttemptOfUnknownOutcomeGivesItBack(t *testing.T) {
 	go func() {
 		done <- e.p.Acquire(c, []string{"a", "b"}, provider.AcquireOptions{Owner: "lost-owner", AwaitQueue: true, Expire: time.Minute})
 	}()
-	failed.await(t, 2)
+	awaitUnreachable(t, failed, 2)
 	require.Equal(t, 1, px.LostReplies())
 	px.Refuse(false)
 	err := <-done
@@ -324,7 +302,7 @@ func TestAWaitThatFailsAfterAnAttemptOfUnknownOutcomeGivesItBack(t *testing.T) {
 // cannot run either: the conflict then also matches ErrOutcomeUnknown, naming the key.
 func TestAWaitEndingWhileRedisIsDownAfterAnUnknownOutcomeSaysSo(t *testing.T) {
 	e, px := bareProxiedEnv(t)
-	failed := &unreachables{}
+	failed := &redistest.Recorder{}
 	e.pc.AddHook(failed)
 	// Every connection goes, idle ones too: the lease's first round trip (the server's run_id)
 	// may have left one in the pool beside the one whose reply is lost.
@@ -352,13 +330,13 @@ func TestAWaitRidesOutAReadOnlyReplicaUntilItIsPromoted(t *testing.T) {
 	require.NoError(t, err)
 	replica := redistest.StartWith(t, redistest.Config{Args: []string{"--replicaof", "127.0.0.1", port}})
 	e := newEnvOn(t, replica, nil)
-	failed := &unreachables{}
+	failed := &redistest.Recorder{}
 	e.pc.AddHook(failed)
 	done := make(chan error, 1)
 	go func() {
 		done <- e.p.Acquire(ctx(t), []string{"a"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true, Expire: time.Minute})
 	}()
-	failed.await(t, 1)
+	awaitUnreachable(t, failed, 1)
 	require.NoError(t, e.rdb.Do(ctx(t), "REPLICAOF", "NO", "ONE").Err())
 	require.NoError(t, <-done)
 	e.requireOwner("a", "me")

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -77,7 +77,7 @@ func TestStockReleaseAndExpiryWakeAWaiterWithKeyspaceNotifications(t *testing.T)
 // On a Cluster, the release script's PUBLISH reaches the listener whichever node holds the key
 // and whichever node the listener's connection is on.
 func TestClusterReleaseWakesAWaiter(t *testing.T) {
-	cl, _ := startCluster(t)
+	cl := redistest.StartCluster(t, 2).Client(t)
 	obs, waiting := waitSignal()
 	opts := slowOpts(obs, true)
 	opts.Namespace = freshNamespace(t)

@@ -6,6 +6,11 @@
 //	redis://host:7000?cluster=true&addr=h2:7001           Cluster
 //
 // Other query parameters are go-redis option names in snake case (dial_timeout=3s, …).
+//
+// It also holds what the CLI, the console and the bridge share about a connection: Describe (a
+// URL without its password), LogTo (go-redis's own log lines), EvictionPolicy and
+// EvictionWarning (a server that may evict held locks), and GuardReadOnly (a client that refuses
+// every command that is not a read).
 package redisconn
 
 import (

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/internal/budget"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
@@ -46,7 +46,7 @@ func BenchmarkRefresh100k(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	hook := &redistest.Counter{}
+	hook := &redistest.Recorder{CountOnly: true}
 	client.AddHook(hook)
 	src := source.New(source.Options{Client: client, Budget: -1})
 	s := store.New()

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -18,14 +19,10 @@ import (
 // refresh is shown whichever master answered last, the owners grouped by process, and the
 // detail view with the hold's fencing token.
 func TestIntegrationListsAThreeMasterCluster(t *testing.T) {
-	addrs := startClusterOf(t, 3)
+	cluster := redistest.StartCluster(t, 3)
+	addrs := cluster.Addrs
 	ctx := t.Context()
-	cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = cl.Close() })
-	require.Eventually(t, func() bool {
-		cl.ReloadState(ctx)
-		return cl.Ping(ctx).Err() == nil
-	}, waitFor, 20*time.Millisecond)
+	cl := cluster.Client(t)
 
 	p := provider.New(cl, &provider.Options{Holder: provider.Holder{Host: "web-1", PID: 4242, Program: "medusa-worker"}})
 	var keys []string

@@ -41,8 +41,8 @@ type EventSource interface {
 // is a working default.
 type Config struct {
 	// Client is the Redis client (redisconn.Open). The caller keeps ownership and closes it.
-	// In read-only mode Run adds a hook to it (and, on a Cluster, to every node's client) that
-	// refuses every write command; the hook stays after Run returns.
+	// In read-only mode Run guards it with redisconn.GuardReadOnly (on a Cluster, also every
+	// node's client), whose hook refuses every write command and stays after Run returns.
 	Client redis.UniversalClient
 	// URL is the server shown in the status bar; its password is redacted again here.
 	URL string
@@ -126,7 +126,7 @@ func run(ctx context.Context, cfg Config, opts ...tea.ProgramOption) error {
 	}
 	cfg = cfg.withDefaults()
 	if cfg.ReadOnly {
-		guardReadOnly(ctx, cfg.Client)
+		redisconn.GuardReadOnly(ctx, cfg.Client)
 	}
 	// go-redis logs failed dials to stderr, which would scribble over the screen while Redis
 	// is away: the status bar says it instead. The logger is global, so it is put back when

@@ -25,7 +25,7 @@
 //
 // In read-only mode (Config.ReadOnly) d and D are disabled and left out of the help, an RO badge
 // shows, and a go-redis hook on the client (on a Cluster, also on every node's client) refuses
-// every command that is not a read.
+// every command that is not a read (redisconn.GuardReadOnly).
 //
 // # Data and cost
 //

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/budget"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/tui/source"
 )
 
@@ -25,7 +25,7 @@ func consoleCalls(t testing.TB, client *redis.Client) (cmds, cost int64) {
 	calls, err := source.New(source.Options{Client: client}).CommandCalls(t.Context())
 	require.NoError(t, err)
 	cmds = calls.Total() - calls["info"]
-	return cmds, cmds + calls["scan"]*(budget.ScanCost-1)
+	return cmds, cmds + calls["scan"]*(source.ScanCount-1)
 }
 
 // awaitRefreshes waits up to within until the console finished n full refreshes.
@@ -40,7 +40,7 @@ func TestIdleKeyspaceEventsShowNewAndReleasedLocksWithoutARescan(t *testing.T) {
 	client := srv.Client(t)
 	ctx := t.Context()
 	require.NoError(t, client.Set(ctx, "medusa_lock:first", "o", time.Minute).Err())
-	sent := &redistest.Counter{}
+	sent := &redistest.Recorder{}
 	client.AddHook(sent)
 	c := startConsole(t, Config{Client: client, URL: srv.URL, NoEvents: true})
 	c.await("first", "keyspace events + rescan 5m00s")
@@ -87,7 +87,7 @@ func TestIdleCountdownAtZeroRereadsTheKey(t *testing.T) {
 	srv := redistest.StartWith(t, redistest.Config{Args: notifyArgs})
 	client := srv.Client(t)
 	ctx := t.Context()
-	sent := &redistest.Counter{}
+	sent := &redistest.Recorder{}
 	client.AddHook(sent)
 	c := startConsole(t, Config{Client: client, URL: srv.URL, NoEvents: true, KeyspacePoll: time.Hour})
 	c.await("keyspace events + rescan 1h")

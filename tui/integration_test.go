@@ -7,7 +7,6 @@ import (
 	"io"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,9 +19,10 @@ import (
 
 	"github.com/locktui/locktui/audit"
 	"github.com/locktui/locktui/events"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/redisconn"
 	"github.com/locktui/locktui/tui/source"
 )
 
@@ -293,37 +293,13 @@ func TestIntegrationEmptyOwner(t *testing.T) {
 	assert.Equal(t, int64(1), client.Exists(ctx, "medusa_lock:anon").Val())
 }
 
-// recorder is a go-redis hook that records every command a client sends.
-type recorder struct {
-	mu   sync.Mutex
-	cmds []redis.Cmder
-}
-
-func (r *recorder) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.add(cmds...)
-		return next(ctx, cmds)
-	}
-}
-func (r *recorder) add(cmds ...redis.Cmder) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cmds = append(r.cmds, cmds...)
-}
-func (r *recorder) names() map[string]int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+// commandNames counts the commands of calls by name, with the subcommand of CONFIG, CLIENT and
+// INFO ("config get").
+func commandNames(calls []redistest.Call) map[string]int {
 	out := map[string]int{}
-	for _, c := range r.cmds {
+	for _, c := range calls {
 		name := c.Name()
-		if args := c.Args(); len(args) > 1 && (name == "config" || name == "client" || name == "info") {
+		if args := c.Cmd.Args(); len(args) > 1 && (name == "config" || name == "client" || name == "info") {
 			name += " " + strings.ToLower(args[1].(string))
 		}
 		out[name]++
@@ -337,7 +313,7 @@ func TestIntegrationReadOnlySendsOnlyReads(t *testing.T) {
 	ctx := t.Context()
 	require.NoError(t, client.Set(ctx, "medusa_lock:cart:1", "owner-a", time.Minute).Err())
 	require.NoError(t, client.Set(ctx, "medusa_lock:cart:2", "owner-a", 0).Err())
-	rec := &recorder{}
+	rec := &redistest.Recorder{Handshake: true}
 	// The recorder is added first, so it sees every command the console tries, including any
 	// the read-only hook would refuse.
 	client.AddHook(rec)
@@ -355,7 +331,7 @@ func TestIntegrationReadOnlySendsOnlyReads(t *testing.T) {
 
 	allowed := map[string]bool{"scan": true, "get": true, "pttl": true, "ping": true, "info server": true, "info memory": true,
 		"config get": true, "dbsize": true, "hello": true, "client setinfo": true}
-	names := rec.names()
+	names := commandNames(rec.Calls())
 	require.NotEmpty(t, names)
 	for name := range names {
 		assert.True(t, allowed[name], "read-only console sent %q (all: %v)", name, names)
@@ -365,9 +341,9 @@ func TestIntegrationReadOnlySendsOnlyReads(t *testing.T) {
 
 	// Defence in depth: the client itself now refuses writes.
 	err := client.Del(ctx, "medusa_lock:cart:1").Err()
-	require.ErrorIs(t, err, ErrReadOnly)
+	require.ErrorIs(t, err, redisconn.ErrReadOnly)
 	_, err = operator.New(client, nil).ForceReleaseOwner(ctx, "cart:1", "owner-a", operator.TellHolderFirst)
-	require.ErrorIs(t, err, ErrReadOnly)
+	require.ErrorIs(t, err, redisconn.ErrReadOnly)
 	assert.Equal(t, int64(2), client.Exists(ctx, "medusa_lock:cart:1", "medusa_lock:cart:2").Val())
 }
 

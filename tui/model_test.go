@@ -14,8 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/audit"
-	"github.com/locktui/locktui/internal/budget"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
@@ -216,7 +215,7 @@ func TestReleaseAllIsPacedByTheBudget(t *testing.T) {
 	m.Update(done)
 	assert.Contains(t, screen(m), `released 2 locks of "svc"`)
 	assert.Nil(t, m.bulk)
-	assert.GreaterOrEqual(t, m.src.Charged(), int64(budget.ScanCost+2*operator.ReadsPerKey+2),
+	assert.GreaterOrEqual(t, m.src.Charged(), int64(operator.ScanCount+2*operator.ReadsPerKey+2),
 		"the SCAN, the reads and the deletes are charged")
 
 	// Its record names each lock released and the holder cut off (here stock's: none).

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -13,8 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/events"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
+	"github.com/locktui/locktui/redisconn"
 )
 
 // A subscription to lock events refused at start (here by an ACL) is made once Redis allows it,
@@ -42,60 +42,19 @@ func TestIntegrationEventsResubscribeAfterAFailedStart(t *testing.T) {
 	c.quit()
 }
 
-// startCluster starts a two-master Redis Cluster (slots split in half) and returns the
-// addresses of its nodes once both agree the cluster is up.
-func startCluster(t *testing.T) []string {
-	t.Helper()
-	return startClusterOf(t, 2)
-}
-
-// startClusterOf starts a Redis Cluster of n masters (slots split evenly) and returns the
-// addresses of its nodes once all agree the cluster is up.
-func startClusterOf(t *testing.T, n int) []string {
-	t.Helper()
-	ctx := t.Context()
-	cfg := redistest.Config{Args: []string{"--cluster-enabled", "yes"}}
-	var nodes []*redis.Client
-	var addrs []string
-	for i := range n {
-		srv := redistest.StartWith(t, cfg)
-		node := srv.Client(t)
-		require.NoError(t, node.ClusterAddSlotsRange(ctx, i*16384/n, (i+1)*16384/n-1).Err())
-		if i > 0 {
-			host, port, _ := strings.Cut(srv.Addr, ":")
-			require.NoError(t, nodes[0].Do(ctx, "CLUSTER", "MEET", host, port).Err())
-		}
-		nodes, addrs = append(nodes, node), append(addrs, srv.Addr)
-	}
-	known := fmt.Sprintf("cluster_known_nodes:%d", n)
-	require.Eventually(t, func() bool {
-		for _, node := range nodes {
-			info, err := node.ClusterInfo(ctx).Result()
-			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, known) {
-				return false
-			}
-		}
-		return true
-	}, waitFor, 20*time.Millisecond)
-	return addrs
-}
-
 // In read-only mode the hook that refuses writes reaches the clients of a Cluster's nodes too
 // (ForEachMaster hands them out: the refresh, a release of all locks), both the nodes the
 // client knew before the console started and those it learns after.
 func TestIntegrationReadOnlyGuardsClusterNodes(t *testing.T) {
-	addrs := startCluster(t)
+	cluster := redistest.StartCluster(t, 2)
+	addrs := cluster.Addrs
 	ctx := t.Context()
 	newClient := func() *redis.ClusterClient {
 		cl := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 		t.Cleanup(func() { _ = cl.Close() })
 		return cl
 	}
-	writer := newClient()
-	require.Eventually(t, func() bool {
-		writer.ReloadState(ctx)
-		return writer.Ping(ctx).Err() == nil
-	}, waitFor, 20*time.Millisecond)
+	writer := cluster.Client(t)
 	var keys []string
 	for i := range 20 {
 		keys = append(keys, fmt.Sprintf("medusa_lock:k%02d", i))
@@ -112,7 +71,7 @@ func TestIntegrationReadOnlyGuardsClusterNodes(t *testing.T) {
 
 		err := cl.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
 			for _, k := range keys { // a node deletes the keys of its slots (others: MOVED)
-				if err := node.Del(ctx, k).Err(); !errors.Is(err, ErrReadOnly) {
+				if err := node.Del(ctx, k).Err(); !errors.Is(err, redisconn.ErrReadOnly) {
 					return fmt.Errorf("DEL %s on a node's client: %v, want ErrReadOnly", k, err)
 				}
 			}
@@ -120,7 +79,7 @@ func TestIntegrationReadOnlyGuardsClusterNodes(t *testing.T) {
 		})
 		require.NoError(t, err, "%s client", name)
 		_, err = provider.New(cl, nil).ReleaseAll(ctx, "o")
-		require.ErrorIs(t, err, ErrReadOnly, "%s client: ReleaseAll walks the nodes' clients", name)
+		require.ErrorIs(t, err, redisconn.ErrReadOnly, "%s client: ReleaseAll walks the nodes' clients", name)
 		for _, k := range keys {
 			require.Equal(t, int64(1), writer.Exists(ctx, k).Val(), "%s client: %s is still there", name, k)
 		}

@@ -4,10 +4,8 @@ package tui
 
 import (
 	"bufio"
-	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,44 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
-
-// stallWatch is a go-redis hook that reports the first SCAN sent once it is armed.
-type stallWatch struct {
-	mu    sync.Mutex
-	armed bool
-	sent  chan struct{}
-}
-
-func (w *stallWatch) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (w *stallWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		w.see(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (w *stallWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		w.see(cmds...)
-		return next(ctx, cmds)
-	}
-}
-func (w *stallWatch) see(cmds ...redis.Cmder) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, c := range cmds {
-		if w.armed && c.Name() == "scan" {
-			w.armed = false
-			close(w.sent)
-		}
-	}
-}
-func (w *stallWatch) arm() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.armed, w.sent = true, make(chan struct{})
-}
 
 // serverPID returns the process id of the redis-server client talks to.
 func serverPID(t *testing.T, client *redis.Client) int {
@@ -84,18 +46,16 @@ func TestIntegrationQuitWhileRedisIsStalled(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true,
 		ReadTimeout: time.Minute, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	watch := &stallWatch{}
+	watch := &redistest.Recorder{}
 	client.AddHook(watch)
 
 	c := startConsole(t, Config{Client: client, URL: srv.URL}) // with the event subscription
 	c.await("cart:1", "1 lock", "· events")
-	watch.arm()
+	scans := watch.Count("scan")
 	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // runs first: the server ends normally
-	select {
-	case <-watch.sent: // a refresh now waits for a reply that does not come
-	case <-time.After(waitFor):
-		t.Fatal("no refresh was sent to the stalled server")
-	}
+	// A refresh sent now waits for a reply that does not come.
+	require.Eventually(t, func() bool { return watch.Count("scan") > scans }, waitFor, 10*time.Millisecond,
+		"no refresh was sent to the stalled server")
 	c.quit()
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -9,11 +10,13 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"github.com/locktui/locktui/internal/budget"
+	"github.com/locktui/locktui/internal/textfmt"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/help"
 	"github.com/locktui/locktui/tui/components/statusbar"
+	"github.com/locktui/locktui/tui/pages/hot"
+	"github.com/locktui/locktui/tui/pages/locks"
 	"github.com/locktui/locktui/tui/source"
 )
 
@@ -46,7 +49,7 @@ func (m *model) render() string {
 	var page string
 	switch {
 	case m.showHelp:
-		page = help.View(m.common, m.common.Keys, m.costLines(), w, body)
+		page = help.View(m.common, m.common.Keys, slices.Concat(legends, m.costLines()), w, body)
 	case m.dialog.Active():
 		page = m.dialog.View()
 	default:
@@ -81,7 +84,7 @@ func (m *model) tabs() string {
 	if m.query.Filter != "" && !m.editing {
 		right = append(right, st.Info.Render("/"+m.query.Filter))
 		if m.st.Loaded() && m.view != nil && m.view.Query.Filter == m.query.Filter {
-			right = append(right, fmt.Sprintf("%s of %s", common.Count(m.view.Matched), plural(m.view.Total, "lock", "locks")))
+			right = append(right, fmt.Sprintf("%s of %s", textfmt.Count(m.view.Matched), plural(m.view.Total, "lock", "locks")))
 		}
 	}
 	r := strings.Join(right, " ")
@@ -127,10 +130,10 @@ func (m *model) scanProgress() string {
 	if m.query.Filter != "" {
 		none = "no match yet"
 	}
-	text := fmt.Sprintf("%s: scanned ~%s keys", none, common.Count(p.Examined))
+	text := fmt.Sprintf("%s: scanned ~%s keys", none, textfmt.Count(p.Examined))
 	if total > 0 {
 		text = fmt.Sprintf("%s: scanned ~%s of %s keys (%d%%)", none,
-			common.Count(min(p.Examined, total)), common.Count(total), min(100*p.Examined/total, 99))
+			textfmt.Count(min(p.Examined, total)), textfmt.Count(total), min(100*p.Examined/total, 99))
 	}
 	return text + fmt.Sprintf(", %s so far", plural(p.Locks, "lock", "locks"))
 }
@@ -189,7 +192,7 @@ func (m *model) status() statusbar.Status {
 	if m.sampler != nil {
 		st := m.sampleStats()
 		s.Sampling = fmt.Sprintf("sampling %s: +%s cmds/s", common.Duration(st.Left),
-			common.Count(m.sampler.Cost()))
+			textfmt.Count(m.sampler.Cost()))
 		if st.ScriptCallsPerSec > 0 {
 			s.Sampling += fmt.Sprintf(", %.0f script calls/s", st.ScriptCallsPerSec)
 		}
@@ -207,10 +210,13 @@ func (m *model) refreshMode() string {
 	}
 	mode := "poll " + common.Duration(interval)
 	if interval > m.cfg.Refresh && m.src.Budget() > 0 {
-		mode += fmt.Sprintf(" (budget %s/s)", common.Count(m.src.Budget()))
+		mode += fmt.Sprintf(" (budget %s/s)", textfmt.Count(m.src.Budget()))
 	}
 	return mode
 }
+
+// legends explain the columns of the pages that define one, below the keys of the help screen.
+var legends = []string{locks.Legend, "hot: " + hot.Legend}
 
 // costLines state the console's Redis cost for the help screen, in two lines: what a refresh
 // costs (SCAN walks the whole database and counts as the keys it examines) and what the last
@@ -218,17 +224,17 @@ func (m *model) refreshMode() string {
 func (m *model) costLines() []string {
 	limit := "no budget"
 	if b := m.src.Budget(); b > 0 {
-		limit = "≤ " + common.Count(b) + "/s"
+		limit = "≤ " + textfmt.Count(b) + "/s"
 	}
 	first := fmt.Sprintf("cost: SCAN walks the whole db: %d per SCAN + %d per lock, %s · PING 1/s",
-		budget.ScanCost, operator.ReadsPerKey, limit)
+		operator.ScanCount, operator.ReadsPerKey, limit)
 	st := m.st.LastScan
 	if st.Scans == 0 {
 		return []string{first, "  last refresh: not done yet · " + m.common.Keys.Sample.Help().Key + " (sampling) costs extra"}
 	}
 	last := fmt.Sprintf("  last refresh: %s SCAN (~%s keys) + %s reads = %s",
-		common.Count(st.Scans), common.Count(st.Scans*source.ScanCount),
-		common.Count(st.Commands-st.Scans), common.Count(st.Cost))
+		textfmt.Count(st.Scans), textfmt.Count(st.Scans*source.ScanCount),
+		textfmt.Count(st.Commands-st.Scans), textfmt.Count(st.Cost))
 	if b := m.src.Budget(); b > 0 {
 		secs := float64(st.Cost) / float64(b)
 		switch {

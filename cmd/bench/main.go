@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/internal/bench"
+	"github.com/locktui/locktui/internal/nodeproc"
 )
 
 func main() {
@@ -151,8 +152,8 @@ func runBench(ctx context.Context, o options, plan bench.Plan, impls []bench.Imp
 		if err != nil {
 			return fail(err)
 		}
-		if compat, err = bench.FindCompatDir(wd); err != nil {
-			return fail(err)
+		if compat, err = nodeproc.FindCompatDir(wd); err != nil {
+			return fail(fmt.Errorf("%w, or pass --compat", err))
 		}
 	}
 	url := o.redisURL

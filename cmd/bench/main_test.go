@@ -11,7 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/internal/bench"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
 
 func TestMain(m *testing.M) {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/locktui/locktui/bridge"
 	"github.com/locktui/locktui/internal/freeport"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
 
 // bin is the bridge binary built once for the package.

@@ -17,7 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/internal/cli"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/e2e/chaos"
-	"github.com/locktui/locktui/internal/stocknode"
+	"github.com/locktui/locktui/internal/nodeproc"
 )
 
 func TestMonoNowAdvancesWithTime(t *testing.T) {
@@ -38,8 +38,8 @@ func TestMonoNowAdvancesWithTime(t *testing.T) {
 // The documented claim: a Node process reading process.hrtime.bigint() gets a value between two
 // MonoNow readings taken around it.
 func TestMonoNowIsNodesHrtime(t *testing.T) {
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, stocknode.NodeInstallHint)
+	node, err := nodeproc.LookPath()
+	require.NoError(t, err)
 	before := chaos.MonoNow()
 	out, err := exec.CommandContext(t.Context(), node, "-e",
 		"process.stdout.write(process.hrtime.bigint().toString())").Output()

@@ -15,7 +15,8 @@ import (
 
 	"github.com/locktui/locktui/bridge"
 	"github.com/locktui/locktui/internal/bench"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/nodeproc"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
 
 // TestStartBridgeServesTheNamespaceWithTheTokenUntilStopped starts the bridge the way a run
@@ -23,7 +24,7 @@ import (
 // bench namespace, a lease lands under it in Redis, and Stop shuts the bridge down gracefully
 // (releasing the lease) and removes the binary.
 func TestStartBridgeServesTheNamespaceWithTheTokenUntilStopped(t *testing.T) {
-	dir, err := bench.FindCompatDir(".")
+	dir, err := nodeproc.FindCompatDir(".")
 	require.NoError(t, err)
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)

@@ -3,12 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
-	"strings"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/locktui/locktui/internal/redisproc"
 )
@@ -37,97 +32,15 @@ var clusterNotes = []string{
 	"stock: not run on the cluster: @medusajs/locking-redis 2.21.2's loader builds new Redis(redisUrl, redisOptions), a standalone ioredis client (never Redis.Cluster), so stock as Medusa configures it fails with MOVED on every key whose slot is on another master (checked by hand on a local 3-master cluster: 4 of 5 keys)",
 }
 
-// Cluster is a local Redis Cluster of ClusterMasters masters started for one run: redis-server
-// processes in cluster mode on free loopback ports, the slots split evenly, no replicas.
-type Cluster struct {
-	// URL is the redisconn cluster URL, redis://node1?cluster=true&addr=node2&addr=node3.
-	URL   string
-	nodes []*redisproc.Server
-}
-
-// clusterStartTimeout bounds the wait for cluster_state:ok on every node.
-const clusterStartTimeout = 30 * time.Second
-
-// StartCluster starts the masters, assigns the slots, joins them with CLUSTER MEET and waits
-// until every node reports cluster_state:ok and knows the others. Stop ends them (also when
-// StartCluster fails, it stops what it started).
-func StartCluster(ctx context.Context, masters int) (cl *Cluster, err error) {
-	cl = &Cluster{}
-	defer func() {
-		if err != nil {
-			cl.Stop()
-			cl = nil
-		}
-	}()
-	for range masters {
-		n, err := redisproc.Start(ctx, redisproc.Options{Args: []string{"--cluster-enabled", "yes"}, KillWithParent: true})
-		if err != nil {
-			return nil, fmt.Errorf("bench: start a cluster node: %w", err)
-		}
-		cl.nodes = append(cl.nodes, n)
-	}
-	clients := make([]*redis.Client, masters)
-	for i, n := range cl.nodes {
-		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr()})
-		defer clients[i].Close()
-	}
-	per := 16384 / masters
-	for i, c := range clients {
-		lo, hi := i*per, (i+1)*per-1
-		if i == masters-1 {
-			hi = 16383
-		}
-		if err := c.ClusterAddSlotsRange(ctx, lo, hi).Err(); err != nil {
-			return nil, fmt.Errorf("bench: cluster addslots: %w", err)
-		}
-	}
-	for _, n := range cl.nodes[1:] {
-		host, port, _ := net.SplitHostPort(n.Addr())
-		if err := clients[0].Do(ctx, "CLUSTER", "MEET", host, port).Err(); err != nil {
-			return nil, fmt.Errorf("bench: cluster meet: %w", err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
-	defer cancel()
-	want := fmt.Sprintf("cluster_known_nodes:%d", masters)
-	for {
-		ok := true
-		for _, c := range clients {
-			info, err := c.ClusterInfo(ctx).Result()
-			ok = ok && err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, want)
-		}
-		if ok {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("bench: the cluster did not reach cluster_state:ok: %w", context.Cause(ctx))
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	cl.URL = "redis://" + cl.nodes[0].Addr() + "?cluster=true"
-	for _, n := range cl.nodes[1:] {
-		cl.URL += "&addr=" + n.Addr()
-	}
-	return cl, nil
-}
-
-// Stop kills every node and removes their directories. It is safe to call more than once.
-func (c *Cluster) Stop() {
-	for _, n := range c.nodes {
-		n.Stop()
-	}
-}
-
 // runCluster starts the cluster and runs cfg.Cluster with the Go provider (in-process, a
 // go-redis cluster client from redisconn.Open) and, when the bridge is among cfg.Impls, the
 // bridge client through a bridge of its own on the cluster; it stops them and the cluster and
 // returns the rows and the notes on what it left out.
 func runCluster(ctx context.Context, cfg Config) ([]Result, []string, error) {
 	fmt.Fprintf(cfg.Log, "bench: starting a local Redis Cluster (%d masters)\n", ClusterMasters)
-	cl, err := StartCluster(ctx, ClusterMasters)
+	cl, err := redisproc.StartCluster(ctx, ClusterMasters)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("bench: %w", err)
 	}
 	defer cl.Stop()
 	ccfg := cfg

@@ -17,7 +17,7 @@
 // set, serving the Go runner over the same protocol as the Node runners). Every runner opens its
 // window at one wall-clock time (Spec.StartAtUnixMs) and records when each critical section
 // started, so hand-offs are ordered across processes. The cluster scenarios run the Go provider
-// on a local Redis Cluster that Run starts (StartCluster).
+// on a local Redis Cluster that Run starts (redisproc.StartCluster).
 //
 // Adding an implementation is one entry in Implementations: an in-process Go Impl (a PeerImpl
 // needs only an Executor), or a NodeImpl naming the compat/bench script that wraps the

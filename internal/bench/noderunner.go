@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,16 +12,12 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/locktui/locktui/internal/nodeproc"
 )
 
-// NodeInstallHint tells a developer how to get node.
-const NodeInstallHint = "node not found on PATH: install Node.js 20 or newer (https://nodejs.org, or `apt-get install -y nodejs npm` on Debian/Ubuntu), then run `make node-deps`"
-
-// ErrNodeDeps is returned when compat/node_modules lacks a package a Node implementation needs.
-var ErrNodeDeps = errors.New("bench: Node dependencies are not installed: run `make node-deps`")
-
-// NodeImpl runs scenarios in one Node child process per run: `node <CompatDir>/<Script> --serve`,
-// working directory CompatDir. The child prints {"ready":true} once loaded, then reads one Spec as
+// NodeImpl runs scenarios in one Node child process per run (internal/nodeproc): `node <Script>
+// --serve` in CompatDir. The child prints {"ready":true} once loaded, then reads one Spec as
 // a JSON line on stdin per scenario and answers with one JSON line, {"raw": Raw} or
 // {"error": "…"}; it exits when stdin closes.
 // (Loading @medusajs/framework takes seconds on a busy machine, so the child is started once
@@ -49,22 +44,19 @@ func (n NodeImpl) Name() string { return n.ImplName }
 // Open checks that node, the script and its packages are installed, runs Setup and starts the
 // child.
 func (n NodeImpl) Open(ctx context.Context, env Env) (Runner, error) {
-	node, err := exec.LookPath("node")
+	cmd, err := nodeproc.Command(env.CompatDir, n.Script, "--serve")
 	if err != nil {
-		return nil, errors.New(NodeInstallHint)
+		return nil, err
 	}
-	script := filepath.Join(env.CompatDir, filepath.FromSlash(n.Script))
-	if _, err := os.Stat(script); err != nil {
+	if _, err := os.Stat(filepath.Join(env.CompatDir, filepath.FromSlash(n.Script))); err != nil {
 		return nil, fmt.Errorf("%s: runner script missing: %w", n.ImplName, err)
 	}
 	requires := n.Requires
 	if len(requires) == 0 {
 		requires = []string{"@medusajs/locking-redis", "ioredis"}
 	}
-	for _, pkg := range requires {
-		if _, err := os.Stat(filepath.Join(env.CompatDir, "node_modules", filepath.FromSlash(pkg), "package.json")); err != nil {
-			return nil, fmt.Errorf("%w (%s needs %s in %s)", ErrNodeDeps, n.ImplName, pkg, filepath.Join(env.CompatDir, "node_modules"))
-		}
+	if err := nodeproc.CheckDeps(env.CompatDir, requires...); err != nil {
+		return nil, fmt.Errorf("%s: %w", n.ImplName, err)
 	}
 	r := &nodeRunner{name: n.ImplName}
 	if n.Setup != nil {
@@ -72,67 +64,36 @@ func (n NodeImpl) Open(ctx context.Context, env Env) (Runner, error) {
 			return nil, fmt.Errorf("%s: setup: %w", n.ImplName, err)
 		}
 	}
-	if err := r.start(ctx, node, script, env); err != nil {
+	if err := r.start(ctx, cmd, env.Log); err != nil {
 		_ = r.Close()
 		return nil, err
 	}
 	return r, nil
 }
 
-// nodeRunner owns one child process. Its reader goroutine hands stdout lines to Run; it ends
-// when the child's stdout closes.
+// nodeRunner owns one child process (a Node runner script, or a Go worker process, see
+// GoProcessImpl) that speaks the protocol of NodeImpl.
 type nodeRunner struct {
 	name   string
 	extra  map[string]any
 	stop   func() error
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
+	proc   *nodeproc.Process
 	stderr *lineWriter
-	lines  chan []byte // closed when the child's stdout ends
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// start launches the child and waits for its ready line, so its start-up (loading
+// start launches cmd and waits for its ready line, so its start-up (loading
 // @medusajs/framework takes seconds of CPU) never overlaps a measurement.
-func (r *nodeRunner) start(ctx context.Context, node, script string, env Env) error {
-	cmd := exec.Command(node, script, "--serve")
-	cmd.Dir = env.CompatDir
-	return r.startCmd(ctx, cmd, env.Log)
-}
-
-// startCmd launches cmd, a child that speaks the protocol of NodeImpl (a Node runner script or
-// a Go worker process, see GoProcessImpl), and waits for its ready line.
-func (r *nodeRunner) startCmd(ctx context.Context, cmd *exec.Cmd, log io.Writer) error {
-	r.cmd = cmd
+func (r *nodeRunner) start(ctx context.Context, cmd *exec.Cmd, log io.Writer) error {
 	r.stderr = &lineWriter{prefix: "  [" + r.name + "] ", out: log}
-	r.cmd.Stderr = r.stderr
-	var err error
-	if r.stdin, err = r.cmd.StdinPipe(); err != nil {
-		return err
-	}
-	stdout, err := r.cmd.StdoutPipe()
+	cmd.Stderr = r.stderr
+	proc, err := nodeproc.Start(cmd)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: %w", r.name, err)
 	}
-	if err := r.cmd.Start(); err != nil {
-		return fmt.Errorf("%s: start %s: %w", r.name, filepath.Base(r.cmd.Path), err)
-	}
-	r.lines = make(chan []byte, 1)
-	go func() {
-		defer close(r.lines)
-		br := bufio.NewReader(stdout)
-		for {
-			line, err := br.ReadBytes('\n')
-			if len(bytes.TrimSpace(line)) > 0 {
-				r.lines <- line
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	r.proc = proc
 	rep, err := r.await(ctx, "start-up", childGrace)
 	if err != nil {
 		return err
@@ -146,20 +107,17 @@ func (r *nodeRunner) startCmd(ctx context.Context, cmd *exec.Cmd, log io.Writer)
 // await waits for the child's next line and decodes it. If the child does not answer within
 // limit or ctx ends first, the child is killed and the runner is unusable.
 func (r *nodeRunner) await(ctx context.Context, what string, limit time.Duration) (*reply, error) {
-	timer := time.NewTimer(limit)
-	defer timer.Stop()
-	var line []byte
-	select {
-	case l, ok := <-r.lines:
-		if !ok {
+	wait, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	line, err := r.proc.Next(wait)
+	if err != nil {
+		if errors.Is(err, nodeproc.ErrExited) {
 			return nil, fmt.Errorf("%s: %s: runner process exited: %s", r.name, what, r.stderr.Last())
 		}
-		line = l
-	case <-ctx.Done():
-		_ = r.cmd.Process.Kill()
-		return nil, fmt.Errorf("%s: %s: %w", r.name, what, context.Cause(ctx))
-	case <-timer.C:
-		_ = r.cmd.Process.Kill()
+		r.proc.Kill()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %s: %w", r.name, what, context.Cause(ctx))
+		}
 		return nil, fmt.Errorf("%s: %s: the runner process did not answer within %s", r.name, what, limit)
 	}
 	var rep reply
@@ -189,7 +147,7 @@ func (r *nodeRunner) Run(ctx context.Context, spec Spec) (*Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := r.stdin.Write(append(line, '\n')); err != nil {
+	if err := r.proc.Send(line); err != nil {
 		return nil, fmt.Errorf("%s: %s: runner process is gone: %v: %s", r.name, spec.Scenario, err, r.stderr.Last())
 	}
 	rep, err := r.await(ctx, spec.Scenario, spec.Duration()+childGrace)
@@ -214,21 +172,8 @@ const closeGrace = 5 * time.Second
 func (r *nodeRunner) Close() error {
 	r.closeOnce.Do(func() {
 		var errs []error
-		if r.cmd != nil && r.cmd.Process != nil {
-			_ = r.stdin.Close()
-			timer := time.NewTimer(closeGrace)
-			drained := false
-			for !drained {
-				select {
-				case _, ok := <-r.lines:
-					drained = !ok
-				case <-timer.C:
-					_ = r.cmd.Process.Kill()
-					timer.Reset(time.Hour) // the kill closes stdout
-				}
-			}
-			timer.Stop()
-			if err := r.cmd.Wait(); err != nil {
+		if r.proc != nil {
+			if err := r.proc.Stop(closeGrace); err != nil {
 				errs = append(errs, fmt.Errorf("%s: runner process: %w", r.name, err))
 			}
 		}

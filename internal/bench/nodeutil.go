@@ -3,16 +3,17 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/locktui/locktui/internal/nodeproc"
 )
 
 // nodeVersion returns `node --version`, or "" when node is missing.
 func nodeVersion(ctx context.Context) string {
-	node, err := exec.LookPath("node")
+	node, err := nodeproc.LookPath()
 	if err != nil {
 		return ""
 	}
@@ -60,23 +61,6 @@ func localPackageVersion(dir string) (name, version string) {
 		return "", ""
 	}
 	return meta.Name, meta.Version
-}
-
-// FindCompatDir returns the compat/ directory of the repository containing dir (or one of its
-// parents): the first ancestor holding go.mod and compat/package.json.
-func FindCompatDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for d := abs; ; d = filepath.Dir(d) {
-		if fileExists(filepath.Join(d, "go.mod")) && fileExists(filepath.Join(d, "compat", "package.json")) {
-			return filepath.Join(d, "compat"), nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no compat/package.json next to a go.mod in %s or its parents: run from the locktui repository or pass --compat", abs)
-		}
-	}
 }
 
 func fileExists(path string) bool {

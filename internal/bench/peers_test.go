@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
 )

@@ -8,9 +8,6 @@ import (
 	"github.com/locktui/locktui/internal/redisproc"
 )
 
-// RedisInstallHint tells a developer how to get redis-server.
-const RedisInstallHint = redisproc.InstallHint
-
 // RedisServer is a private redis-server started for one benchmark run: loopback only, a free
 // port (never 6379), no persistence, its files in a temporary directory removed by Stop.
 type RedisServer struct {
@@ -24,8 +21,8 @@ type RedisServer struct {
 	proc *redisproc.Server
 }
 
-// StartRedis launches redis-server and waits until it answers PING. It fails with
-// RedisInstallHint when redis-server is not installed.
+// StartRedis launches redis-server and waits until it answers PING. When redis-server is not
+// installed its error matches redisproc.ErrNotFound, whose message says how to install it.
 func StartRedis(ctx context.Context) (*RedisServer, error) {
 	proc, err := redisproc.Start(ctx, redisproc.Options{})
 	if errors.Is(err, redisproc.ErrNotFound) {

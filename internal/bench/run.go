@@ -53,7 +53,7 @@ const (
 type Config struct {
 	// RedisURL is the server every implementation uses (a private one: the run writes keys).
 	RedisURL string
-	// CompatDir is the compat/ directory (see FindCompatDir); needed by Node implementations.
+	// CompatDir is the compat/ directory (see nodeproc.FindCompatDir); needed by Node implementations.
 	CompatDir string
 	// Duration is each scenario's measurement window per implementation; default 3 s.
 	Duration time.Duration

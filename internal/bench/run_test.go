@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -18,7 +17,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/internal/bench"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/nodeproc"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -33,14 +33,11 @@ func TestMain(m *testing.M) {
 // Node dependencies are missing.
 func compatDir(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatal(bench.NodeInstallHint)
-	}
-	dir, err := bench.FindCompatDir(".")
+	_, err := nodeproc.LookPath()
 	require.NoError(t, err)
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@medusajs", "locking-redis", "package.json")); err != nil {
-		t.Fatalf("compat/node_modules/@medusajs/locking-redis is missing: run make node-deps (%v)", err)
-	}
+	dir, err := nodeproc.FindCompatDir(".")
+	require.NoError(t, err)
+	require.NoError(t, nodeproc.CheckDeps(dir, "@medusajs/locking-redis"))
 	return dir
 }
 
@@ -203,15 +200,14 @@ func TestQuickRunReportsEveryScenarioWithoutOverlaps(t *testing.T) {
 }
 
 func TestNodeImplNamesTheMissingDependencies(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatal(bench.NodeInstallHint)
-	}
+	_, err := nodeproc.LookPath()
+	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "bench"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "bench", "x.js"), nil, 0o644))
-	_, err := bench.NodeImpl{ImplName: "x", Script: "bench/x.js"}.Open(t.Context(), bench.Env{CompatDir: dir})
+	_, err = bench.NodeImpl{ImplName: "x", Script: "bench/x.js"}.Open(t.Context(), bench.Env{CompatDir: dir})
 	require.Error(t, err)
-	assert.True(t, errors.Is(err, bench.ErrNodeDeps), "%v", err)
+	assert.True(t, errors.Is(err, nodeproc.ErrDeps), "%v", err)
 	assert.Contains(t, err.Error(), "make node-deps")
 
 	_, err = bench.NodeImpl{ImplName: "x", Script: "bench/missing.js"}.Open(t.Context(), bench.Env{CompatDir: dir})

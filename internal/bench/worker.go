@@ -121,7 +121,7 @@ func (g GoProcessImpl) Open(ctx context.Context, env Env) (Runner, error) {
 		cmd.Env = append(cmd.Env, workerFairEnv+"=1")
 	}
 	r := &nodeRunner{name: g.Name()}
-	if err := r.startCmd(ctx, cmd, env.Log); err != nil {
+	if err := r.start(ctx, cmd, env.Log); err != nil {
 		_ = r.Close()
 		return nil, err
 	}

@@ -11,24 +11,22 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/locktui/locktui/internal/sleep"
-	"github.com/locktui/locktui/operator"
 )
 
 // Default is the cost per second the console's own reads, and the CLI's walks of the
-// namespace, may use, in commands, with a SCAN counted as ScanCost (docs/console-cost.md).
+// namespace, may use, in commands, with a SCAN counted as the keys it examines
+// (docs/console-cost.md).
 const Default = 20000
 
-// ScanCost is what one SCAN is charged: the operator.ScanCount keys of the whole database it
-// examines (MATCH filters after the walk), not one command. A walk of a database that holds
-// more than locks therefore slows down with the size of the database instead of loading Redis
-// with SCANs.
-const ScanCost = operator.ScanCount
-
-// Limiter is a token bucket of cost units per second (a GET is one, a SCAN ScanCost), on
-// golang.org/x/time/rate. The zero rate means unlimited. A caller takes the cost of what it is
-// about to send and waits when the bucket is in debt, so the average rate over any second
-// stays at the budget; a cost larger than the burst is taken in burst-sized parts, and the
-// caller waits for the last.
+// Limiter is a token bucket of cost units per second, on golang.org/x/time/rate. The zero rate
+// means unlimited. A caller takes the cost of what it is about to send and waits when the
+// bucket is in debt, so the average rate over any second stays at the budget; a cost larger
+// than the burst is taken in burst-sized parts, and the caller waits for the last.
+//
+// Its callers charge a read (GET, PTTL) one unit and a SCAN operator.ScanCount: the keys of the
+// whole database it examines (MATCH filters after the walk), not one command. A walk of a
+// database that holds more than locks therefore slows down with the size of the database
+// instead of loading Redis with SCANs.
 type Limiter struct {
 	lim *rate.Limiter // nil: unlimited
 

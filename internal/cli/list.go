@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/glob"
+	"github.com/locktui/locktui/internal/textfmt"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
@@ -69,8 +70,8 @@ func runList(ctx context.Context, s *session, o *options, p parsedArgs) int {
 
 // pacedScan is how the CLI walks the namespace (list, release-all and the completion of keys
 // and owners): paced like the console's refreshes, within budget.Default units a second with a
-// SCAN counted as the budget.ScanCost keys it examines (docs/console-cost.md), so that a walk of
-// a database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
+// SCAN counted as the operator.ScanCount keys it examines (docs/console-cost.md), so that a walk
+// of a database of millions of keys takes longer instead of loading Redis with a burst of SCANs.
 // limiter is its budget (s.limiter). examined, if not nil, is called before each round trip with
 // about how many keys of the database the walk's SCANs will have examined (concurrently for the
 // masters of a Cluster).
@@ -80,7 +81,7 @@ func (s *session) pacedScan(limiter *budget.Limiter, examined func(ctx context.C
 		if examined != nil {
 			examined(ctx, n.Add(int64(scans*operator.ScanCount)))
 		}
-		return limiter.Wait(ctx, scans*budget.ScanCost+reads)
+		return limiter.Wait(ctx, scans*operator.ScanCount+reads)
 	}}
 }
 
@@ -155,12 +156,12 @@ func writeTable(w io.Writer, locks []operator.Lock, namespace string, filtered b
 	return tw.Flush()
 }
 
-// formatTTL shows a time to live: "no expiry", milliseconds under a second, tenths of a second
-// under a minute, whole seconds above.
+// formatTTL shows a time to live: textfmt.NoExpiry ("no expiry"), milliseconds under a second,
+// tenths of a second under a minute, whole seconds above.
 func formatTTL(d time.Duration) string {
 	switch {
 	case d == provider.NoExpiry:
-		return "no expiry"
+		return textfmt.NoExpiry
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()
 	case d < time.Minute:

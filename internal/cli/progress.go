@@ -11,7 +11,7 @@ import (
 	"github.com/charmbracelet/x/term"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktui/locktui/tui/common"
+	"github.com/locktui/locktui/internal/textfmt"
 )
 
 // Pacing of list's progress line: nothing for a walk shorter than progressAfter (most lists),
@@ -78,10 +78,10 @@ func (p *walkProgress) examined(ctx context.Context, keys int64) {
 		}
 	}
 	p.last, p.shown = now, true
-	text := fmt.Sprintf("locktui: listing: scanned ~%s keys", common.Count(int(keys)))
+	text := fmt.Sprintf("locktui: listing: scanned ~%s keys", textfmt.Count(int(keys)))
 	if p.total > 0 {
-		text = fmt.Sprintf("locktui: listing: scanned ~%s of %s keys (%d%%)", common.Count(int(min(keys, p.total))),
-			common.Count(int(p.total)), min(keys, p.total)*100/p.total)
+		text = fmt.Sprintf("locktui: listing: scanned ~%s of %s keys (%d%%)", textfmt.Count(int(min(keys, p.total))),
+			textfmt.Count(int(p.total)), min(keys, p.total)*100/p.total)
 	}
 	fmt.Fprint(p.w, "\r"+text+"\x1b[K")
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/cli"
-	"github.com/locktui/locktui/internal/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/faultproxy"
 	"github.com/locktui/locktui/provider"
 )
 

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/cli"
-	"github.com/locktui/locktui/internal/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/faultproxy"
 )
 
 // stuckWriter is a stderr nobody reads (a full pipe, a blocking log driver): every Write waits

@@ -1,6 +1,11 @@
-// Package console wires the command line (internal/cli) to the console (tui), the lock-event
-// publisher (events), the audit trail (audit) and the demo (internal/demo): the glue that
-// cmd/locktui installs into cli.App.
+// Package console wires the command line (internal/cli) to the console (tui), the demo
+// (internal/demo) and the lock-event publisher (events): the functions that cmd/locktui installs
+// in cli.App's Console, Demo and NewObserver.
+//
+// It is a seam, not an extra layer: internal/cli holds the commands and their flags and imports
+// none of the console's packages (no Bubble Tea, no demo servers), and its tests put fakes in
+// the same App fields to check what the command line hands over. This package is the one place
+// that imports both sides; it stays out of cmd/locktui so that main only builds the App.
 package console
 
 import (

@@ -8,7 +8,7 @@ import (
 
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/demo"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/redisproc"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
@@ -25,7 +25,7 @@ func TestSimulateOnEachServer(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = srv.Close() })
 			if srv.Kind() != kind {
-				t.Fatalf("got a %s, want a %s: %s", srv.Kind(), kind, redistest.InstallHint)
+				t.Fatalf("got a %s, want a %s: %s", srv.Kind(), kind, redisproc.InstallHint)
 			}
 			client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 			t.Cleanup(func() { _ = client.Close() })

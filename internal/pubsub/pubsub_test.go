@@ -9,7 +9,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/internal/pubsub"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,7 +1,8 @@
 // Package redisproc runs a private redis-server child process: loopback only, on a free port
-// (never 6379), without persistence, its files in a temporary directory. The tests
-// (internal/redistest), the benchmark (internal/bench) and the demo (internal/demo) start their
-// servers with it.
+// (never 6379), without persistence, its files in a temporary directory; or several of them as
+// a local Redis Cluster (StartCluster). The benchmark (internal/bench) and the demo
+// (internal/demo) start their servers with it, and so does the tests' support
+// (internal/testsupport/redistest), which wraps it in helpers that take a testing.TB.
 package redisproc
 
 import (

@@ -122,3 +122,40 @@ func TestStartReadsTheConfigFileFirst(t *testing.T) {
 	assert.Equal(t, "30", cfg["hz"], "the arguments override the file")
 	assert.Equal(t, "", cfg["save"], "the defaults still apply")
 }
+
+func TestStartClusterSplitsTheSlotsUntilStopped(t *testing.T) {
+	cl, err := redisproc.StartCluster(t.Context(), 3)
+	if errors.Is(err, redisproc.ErrNotFound) {
+		t.Fatal(redisproc.InstallHint)
+	}
+	require.NoError(t, err)
+	t.Cleanup(cl.Stop)
+	addrs := cl.Addrs()
+	require.Len(t, addrs, 3)
+	assert.Equal(t, "redis://"+addrs[0]+"?cluster=true&addr="+addrs[1]+"&addr="+addrs[2], cl.URL)
+
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	slots, err := c.ClusterSlots(t.Context()).Result()
+	require.NoError(t, err)
+	var ranges [][2]int
+	for _, s := range slots {
+		ranges = append(ranges, [2]int{s.Start, s.End})
+	}
+	assert.ElementsMatch(t, [][2]int{{0, 5460}, {5461, 10921}, {10922, 16383}}, ranges, "the slots split evenly")
+
+	cl.Stop()
+	cl.Stop() // idempotent
+	for _, n := range cl.Nodes {
+		select {
+		case <-n.Done():
+		default:
+			t.Fatalf("node %s still runs after Stop", n.Addr())
+		}
+	}
+}
+
+func TestStartClusterWantsAMaster(t *testing.T) {
+	_, err := redisproc.StartCluster(t.Context(), 0)
+	require.ErrorContains(t, err, "want at least one")
+}

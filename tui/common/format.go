@@ -8,19 +8,17 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/locktui/locktui/internal/textfmt"
 	"github.com/locktui/locktui/provider"
 )
 
-// NoExpiry is how a time to live that never ends reads, in the console as in the CLI.
-const NoExpiry = "no expiry"
-
 // TTL formats a time to live for a table cell: tenths of a second under a minute so the
 // countdown moves smoothly, cut down (never rounded up: a countdown does not overstate what is
-// left), NoExpiry for a key without expiry.
+// left), textfmt.NoExpiry for a key without expiry.
 func TTL(d time.Duration) string {
 	switch {
 	case d == provider.NoExpiry:
-		return NoExpiry
+		return textfmt.NoExpiry
 	case d < time.Minute:
 		return tenths(d.Truncate(100*time.Millisecond)) + "s"
 	}
@@ -72,22 +70,6 @@ func Rate(r float64) string {
 		return strconv.FormatFloat(r, 'f', 1, 64) + "/s"
 	}
 	return strconv.FormatFloat(r, 'f', 0, 64) + "/s"
-}
-
-// Count formats an integer with thousands separators: 100,000.
-func Count(n int) string {
-	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + Count(-n)
-	}
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // Fit truncates s to width display cells (with "…") and pads it with spaces to exactly width.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/budget"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 )
 
@@ -39,7 +39,7 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	dbsize, err := client.DBSize(ctx).Result()
 	require.NoError(t, err)
 
-	hook := &redistest.Counter{}
+	hook := &redistest.Recorder{}
 	client.AddHook(hook)
 	const perSecond = 2000
 	src := New(Options{Client: client, Budget: perSecond})
@@ -51,7 +51,7 @@ func TestScanOfALargeDatabaseStaysWithinTheBudget(t *testing.T) {
 	scans, reads := hook.Count("scan"), hook.Count("get")+hook.Count("pttl")
 	assert.Equal(t, operator.ReadsPerKey*locks, reads)
 	assert.Equal(t, scans, st.Scans)
-	assert.Equal(t, scans*budget.ScanCost+reads, st.Cost, "every SCAN is charged the keys it examines")
+	assert.Equal(t, scans*ScanCount+reads, st.Cost, "every SCAN is charged the keys it examines")
 	assert.Equal(t, int64(st.Cost), src.limiter.Charged(), "the whole cost went through the budget")
 	assert.GreaterOrEqual(t, float64(scans*ScanCount), 0.9*float64(dbsize),
 		"the SCANs of one refresh walk the whole database (%d keys in %d SCANs)", dbsize, scans)

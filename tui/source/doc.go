@@ -9,9 +9,9 @@
 // # Cost
 //
 // What the console sends and how much is stated once, in docs/console-cost.md. Here it is
-// made of: the budget.Limiter (budget.Default units a second, a SCAN charged budget.ScanCost, a read one)
-// through which Scan and Read pace every read the console makes by itself; ReadUnpaced for what
-// the operator asked for by name and for sampling; the Keyspace feed, which coalesces
+// made of: the budget.Limiter (budget.Default units a second, a SCAN charged ScanCount, a read
+// one) through which Scan and Read pace every read the console makes by itself; ReadUnpaced for
+// what the operator asked for by name and for sampling; the Keyspace feed, which coalesces
 // notifications and says when some may have been lost; RereadExpired, which reads again the
 // keys whose countdown reached zero without news; and DriftInterval with IdleBudget, the
 // spacing of full refreshes while notifications keep the table live.

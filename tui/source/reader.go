@@ -23,7 +23,7 @@ type Options struct {
 	// Namespace is the key prefix of the locks. Default provider.DefaultNamespace.
 	Namespace string
 	// Budget is the cost per second the console's own reads may use: one per command, except
-	// a SCAN, which counts as the budget.ScanCost keys it examines. Default budget.Default; negative
+	// a SCAN, which counts as the ScanCount keys it examines. Default budget.Default; negative
 	// means unlimited (benchmarks).
 	Budget int
 }
@@ -92,8 +92,8 @@ type ScanStats struct {
 	Commands int
 	// Scans is the number of SCANs sent; each examines about ScanCount keys of the database.
 	Scans int
-	// Cost is what the refresh was charged against the budget: budget.ScanCost per SCAN plus one
-	// per read (GET, PTTL).
+	// Cost is what the refresh was charged against the budget: ScanCount per SCAN plus one per
+	// read (GET, PTTL).
 	Cost int
 	// RoundTrips is the number of SCANs plus one: each SCAN after the first rides in the
 	// pipeline that reads the previous batch.
@@ -134,7 +134,7 @@ func (s *Source) Scan(ctx context.Context, sink Sink) (ScanStats, error) {
 	defer s.setProgress(func(p *Progress) { p.Running = false })
 	var locks, cmds, trips, scans, cost atomic.Int64
 	pace := func(ctx context.Context, n, reads int) error {
-		c := n*budget.ScanCost + reads
+		c := n*ScanCount + reads
 		cost.Add(int64(c))
 		cmds.Add(int64(n + reads))
 		scans.Add(int64(n))

@@ -12,8 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/locktui/locktui/internal/budget"
-	"github.com/locktui/locktui/internal/redistest"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/source"
@@ -66,7 +65,7 @@ func TestScanReadsEveryLockWithinTheStatedCost(t *testing.T) {
 	_, err := pipe.Exec(ctx)
 	require.NoError(t, err)
 
-	count := &redistest.Counter{}
+	count := &redistest.Recorder{}
 	client.AddHook(count)
 	src := source.New(source.Options{Client: client, Namespace: ns, Budget: -1})
 	var got sink
@@ -87,7 +86,7 @@ func TestScanReadsEveryLockWithinTheStatedCost(t *testing.T) {
 	assert.Equal(t, operator.ReadsPerKey*(n+2), reads)
 	assert.Equal(t, scans+reads, st.Commands, "the stats count what was sent")
 	assert.Equal(t, scans, st.Scans)
-	assert.Equal(t, scans*budget.ScanCost+reads, st.Cost, "a SCAN costs the keys it examines, a read one")
+	assert.Equal(t, scans*operator.ScanCount+reads, st.Cost, "a SCAN costs the keys it examines, a read one")
 	assert.Equal(t, scans+1, count.Trips(), "each SCAN after the first rides with the reads")
 	assert.Equal(t, count.Trips(), st.RoundTrips)
 	assert.Equal(t, n+2, st.Locks)

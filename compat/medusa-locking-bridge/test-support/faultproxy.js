@@ -1,6 +1,6 @@
 "use strict"
 
-// A fault-injecting TCP proxy for the tests, the Node twin of internal/faultproxy: it sits
+// A fault-injecting TCP proxy for the tests, the Node twin of internal/testsupport/faultproxy: it sits
 // between a client and a server (the client and the bridge, or the bridge and Redis) and lets a
 // test, per direction, delay, blackhole (keep the sockets open, drop the bytes) or hold (keep the
 // bytes until the direction is restored) the traffic, and cut one side or both of the open links.

@@ -1,31 +1,29 @@
 // Package help renders the help screen: every enabled key of the console (disabled ones, such
-// as the mutations in read-only mode, are left out), the filter syntax, the states and what
-// the console costs Redis.
+// as the mutations in read-only mode, are left out), the filter syntax, the states, and the notes
+// the root model passes in (the pages' legends, what the console costs Redis): a component, it
+// imports no page.
 package help
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/lipgloss/v2"
 
 	"github.com/locktui/locktui/tui/common"
-	"github.com/locktui/locktui/tui/pages/hot"
-	"github.com/locktui/locktui/tui/pages/locks"
 )
 
-// Notes are the help screen's lines below the keys: the filter, the states and the columns
-// (the locks and hot pages define their legends).
+// Notes are the help screen's first lines below the keys: the filter and the states.
 var Notes = []string{
 	"filter: substring · glob * ? [ · =key (read at once) · owner:… · holder:…",
 	`  a leading \ takes the rest literally: \=cart finds keys with "=cart" in them`,
 	"states: NO TTL never expires · EXPIRING <20% of lease or <5s · RENEWED · GONE",
-	locks.Legend,
-	"hot: " + hot.Legend,
 }
 
-// View renders the help for keys in width × height; cost describes the Redis budget.
-func View(c *common.Common, keys help.KeyMap, cost []string, width, height int) string {
+// View renders the help for keys in width × height: the keys, then Notes, then notes (the
+// root model passes the legends of the pages' columns and what the console costs Redis).
+func View(c *common.Common, keys help.KeyMap, notes []string, width, height int) string {
 	st := c.Styles
 	h := help.New()
 	h.Styles = help.Styles{
@@ -37,10 +35,7 @@ func View(c *common.Common, keys help.KeyMap, cost []string, width, height int) 
 	b.WriteString(st.HelpSection.Render("Keys") + "\n")
 	b.WriteString(fullHelp(h, keys, width))
 	b.WriteString("\n" + st.HelpSection.Render("Notes"))
-	for _, n := range Notes {
-		b.WriteString("\n" + common.Truncate(n, width))
-	}
-	for _, n := range cost {
+	for _, n := range slices.Concat(Notes, notes) {
 		b.WriteString("\n" + common.Truncate(n, width))
 	}
 	return lipgloss.NewStyle().MaxHeight(height).Render(b.String())

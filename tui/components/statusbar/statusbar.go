@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locktui/locktui/internal/textfmt"
 	"github.com/locktui/locktui/tui/common"
 )
 
@@ -70,7 +71,7 @@ func Render(c *common.Common, s Status) string {
 	}
 	locks := "loading…"
 	if s.Loaded {
-		locks = common.Count(s.Locks) + " locks"
+		locks = textfmt.Count(s.Locks) + " locks"
 		if s.Locks == 1 {
 			locks = "1 lock"
 		}

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
+	"github.com/locktui/locktui/internal/textfmt"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/tui/common"
@@ -136,7 +137,7 @@ func ttlLine(e *store.Entry, now time.Time) string {
 	case e.NoTTL:
 		return "never expires (NO TTL: the first suspect for a stuck owner)"
 	case e.TTL(now) == provider.NoExpiry:
-		return common.NoExpiry
+		return textfmt.NoExpiry
 	case e.Foreign:
 		return common.TTL(e.TTL(now))
 	}

@@ -12,6 +12,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/locktui/locktui/internal/textfmt"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/components/table"
@@ -179,10 +180,10 @@ func (p *Page) View() string {
 				process, client, style = store.NoRecordGroup, "-", st.Dim
 			}
 			return []table.Cell{
-				{Text: common.Count(r.Keys), Style: st.Row},
+				{Text: textfmt.Count(r.Keys), Style: st.Row},
 				{Text: process, Style: style},
 				{Text: client, Style: st.Dim},
-				{Text: common.Count(r.Owners), Style: st.Row},
+				{Text: textfmt.Count(r.Owners), Style: st.Row},
 				{Text: oldest(r.Group, now), Style: st.Row},
 				{Text: operator.Printable(r.OldestKey), Style: st.Dim},
 			}
@@ -191,7 +192,7 @@ func (p *Page) View() string {
 		rows = p.byOwner.View(func(i int) []table.Cell {
 			o := p.view.Owners[i]
 			return []table.Cell{
-				{Text: common.Count(o.Keys), Style: st.Row},
+				{Text: textfmt.Count(o.Keys), Style: st.Row},
 				{Text: operator.Printable(o.Owner), Style: st.Row},
 				{Text: o.Kind, Style: st.Dim},
 				{Text: oldest(o.Group, now), Style: st.Row},

@@ -3,6 +3,7 @@ package owners
 import (
 	"strings"
 
+	"github.com/locktui/locktui/internal/textfmt"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/tui/common"
 	"github.com/locktui/locktui/tui/store"
@@ -16,7 +17,7 @@ func (p *Page) pane() string {
 	st := p.common.Styles
 	g, name, ok := p.selectedGroup()
 	if ok && p.paneRows > 0 {
-		title := name + " · " + common.Count(g.Keys) + plural(g.Keys, " lock", " locks")
+		title := name + " · " + textfmt.Count(g.Keys) + plural(g.Keys, " lock", " locks")
 		lines = append(lines, common.Truncate(st.HelpSection.Render(title), p.width))
 	}
 	other := "HOLDER"
@@ -50,7 +51,7 @@ func (p *Page) pane() string {
 		lines = append(lines, common.Truncate(line, p.width))
 	}
 	if more := g.Keys - shown; ok && more > 0 && len(lines) < p.paneRows {
-		text := "  … " + common.Count(more) + " more, newer"
+		text := "  … " + textfmt.Count(more) + " more, newer"
 		if !p.ByProcess() {
 			text += " (enter lists them all)"
 		}

@@ -1,27 +1,25 @@
 package stocknode
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/nodeproc"
 	"github.com/locktui/locktui/internal/tailbuf"
 )
 
-// NodeInstallHint tells a developer how to get node.
-const NodeInstallHint = "node not found on PATH: install Node.js 20 or newer (`apt-get install -y nodejs npm` on Debian/Ubuntu, or https://nodejs.org)"
+// Script is the driver, relative to compat/.
+const Script = "stock/driver.js"
 
-// DepsHint tells a developer how to install the stock Medusa packages.
-const DepsHint = "run `make node-deps` (npm ci in compat/)"
+// Packages are the npm packages the driver loads from compat/node_modules.
+var Packages = []string{"@medusajs/locking-redis", "@medusajs/framework", "ioredis"}
 
 // ErrExited is returned by calls made after the driver process ended, or pending when it ended.
 var ErrExited = errors.New("stocknode: the stock driver process exited")
@@ -65,12 +63,9 @@ type Driver struct {
 	// Info describes the stock provider (versions, namespace, tuning).
 	Info Info
 
-	cmd    *exec.Cmd
+	proc   *nodeproc.Process
 	stderr *tailbuf.Buffer
-	exited chan struct{} // closed when the process has ended and stdout is drained
-
-	wmu   sync.Mutex // serialises writes to stdin; never held with mu
-	stdin io.WriteCloser
+	exited chan struct{} // closed when the process has ended and every reply was dispatched
 
 	mu       sync.Mutex
 	nextID   int64
@@ -97,17 +92,6 @@ func Start(t testing.TB, redisURL string, opts *Options) *Driver {
 	if opts == nil {
 		opts = &Options{}
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal(NodeInstallHint)
-	}
-	compat, err := CompatDir()
-	if err != nil {
-		t.Fatalf("stocknode: %v", err)
-	}
-	if err := CheckDeps(compat); err != nil {
-		t.Fatalf("stocknode: %v", err)
-	}
 	cfg := map[string]any{"redisUrl": redisURL, "trace": opts.Trace}
 	if opts.Namespace != "" {
 		cfg["namespace"] = opts.Namespace
@@ -122,27 +106,29 @@ func Start(t testing.TB, redisURL string, opts *Options) *Driver {
 	if err != nil {
 		t.Fatalf("stocknode: encode config: %v", err)
 	}
+	compat, err := CompatDir()
+	if err != nil {
+		t.Fatalf("stocknode: %v", err)
+	}
+	cmd, err := nodeproc.Command(compat, Script, string(cfgJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nodeproc.CheckDeps(compat, Packages...); err != nil {
+		t.Fatalf("stocknode: %v", err)
+	}
 	d := &Driver{
 		stderr:  tailbuf.New(64 << 10),
 		exited:  make(chan struct{}),
 		pending: map[int64]func(reply){},
 		execs:   map[int64]*Execution{},
 	}
-	d.cmd = exec.Command(node, filepath.Join("stock", "driver.js"), string(cfgJSON))
-	d.cmd.Dir = compat
-	d.cmd.Stderr = d.stderr
-	stdout, err := d.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatalf("stocknode: %v", err)
-	}
-	if d.stdin, err = d.cmd.StdinPipe(); err != nil {
-		t.Fatalf("stocknode: %v", err)
-	}
+	cmd.Stderr = d.stderr
 	ready := d.watch(func(e Event) bool { return e.Event == "ready" })
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("stocknode: start node: %v", err)
+	if d.proc, err = nodeproc.Start(cmd); err != nil {
+		t.Fatalf("stocknode: %v", err)
 	}
-	go d.read(stdout)
+	go d.read()
 	t.Cleanup(func() {
 		d.stop()
 		if t.Failed() {
@@ -166,36 +152,17 @@ func Start(t testing.TB, redisURL string, opts *Options) *Driver {
 	return d
 }
 
-// CompatDir finds compat/ next to the go.mod of the module the current directory is in.
+// CompatDir finds compat/ in the locktui module the current directory is in
+// (nodeproc.FindCompatDir), and checks that it holds the driver.
 func CompatDir() (string, error) {
-	dir, err := os.Getwd()
+	compat, err := nodeproc.FindCompatDir(".")
 	if err != nil {
 		return "", err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			compat := filepath.Join(dir, "compat")
-			if _, err := os.Stat(filepath.Join(compat, "stock", "driver.js")); err != nil {
-				return "", fmt.Errorf("the stock driver is missing from %s: %w", compat, err)
-			}
-			return compat, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the current directory: run the tests inside the locktui module")
-		}
-		dir = parent
+	if _, err := os.Stat(filepath.Join(compat, filepath.FromSlash(Script))); err != nil {
+		return "", fmt.Errorf("the stock driver is missing from %s: %w", compat, err)
 	}
-}
-
-// CheckDeps reports whether compat/node_modules holds the stock packages the driver loads.
-func CheckDeps(compat string) error {
-	for _, pkg := range []string{"@medusajs/locking-redis", "@medusajs/framework", "ioredis"} {
-		if _, err := os.Stat(filepath.Join(compat, "node_modules", filepath.FromSlash(pkg), "package.json")); err != nil {
-			return fmt.Errorf("%s is not installed in %s: %s", pkg, filepath.Join(compat, "node_modules"), DepsHint)
-		}
-	}
-	return nil
+	return compat, nil
 }
 
 // Stderr returns the last lines the driver wrote to stderr.
@@ -254,10 +221,7 @@ func (d *Driver) send(op string, args any, onReply func(reply), exec *Execution)
 	d.mu.Unlock()
 	line, err := json.Marshal(map[string]any{"id": id, "op": op, "args": args})
 	if err == nil {
-		d.wmu.Lock()
-		_, err = d.stdin.Write(append(line, '\n'))
-		d.wmu.Unlock()
-		if err != nil {
+		if err = d.proc.Send(line); err != nil {
 			err = fmt.Errorf("%w: write %s: %v", ErrExited, op, err)
 		}
 	} else {
@@ -278,14 +242,14 @@ func (d *Driver) forget(id int64) {
 }
 
 // read dispatches every stdout line until the process ends, then fails what is pending.
-func (d *Driver) read(stdout io.Reader) {
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		d.dispatch(sc.Bytes())
+func (d *Driver) read() {
+	for {
+		line, err := d.proc.Next(context.Background())
+		if err != nil {
+			break // nodeproc.ErrExited
+		}
+		d.dispatch(line)
 	}
-	_, _ = io.Copy(io.Discard, stdout) // after an over-long line: drain so node can exit
-	_ = d.cmd.Wait()
 	d.mu.Lock()
 	d.dead = true
 	pending := d.pending
@@ -327,20 +291,14 @@ func (d *Driver) dispatch(line []byte) {
 
 // CloseInput closes the driver's stdin: it answers what is in flight (running hold jobs end
 // with an error) and exits. Later calls fail with ErrExited.
-func (d *Driver) CloseInput() error {
-	d.wmu.Lock()
-	defer d.wmu.Unlock()
-	return d.stdin.Close()
-}
+func (d *Driver) CloseInput() error { return d.proc.CloseInput() }
 
-// stop closes stdin, gives the driver time to answer and exit, then kills it.
+// stopGrace is how long stop gives the driver to answer and exit once its stdin is closed.
+const stopGrace = 10 * time.Second
+
+// stop closes stdin, gives the driver time to answer and exit, then kills it, and waits until
+// every reply was dispatched.
 func (d *Driver) stop() {
-	_ = d.CloseInput()
-	select {
-	case <-d.exited:
-		return
-	case <-time.After(10 * time.Second):
-	}
-	_ = d.cmd.Process.Kill()
+	_ = d.proc.Stop(stopGrace)
 	<-d.exited
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/locktui/locktui/internal/redistest"
-	"github.com/locktui/locktui/internal/stocknode"
+	"github.com/locktui/locktui/internal/nodeproc"
+	"github.com/locktui/locktui/internal/testsupport/redistest"
+	"github.com/locktui/locktui/internal/testsupport/stocknode"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -132,27 +132,25 @@ func TestDriver(t *testing.T) {
 
 // TestCheckDeps: a compat/ without node_modules gets the install hint.
 func TestCheckDeps(t *testing.T) {
-	err := stocknode.CheckDeps(t.TempDir())
+	err := nodeproc.CheckDeps(t.TempDir(), stocknode.Packages...)
 	require.ErrorContains(t, err, "@medusajs/locking-redis is not installed")
-	require.ErrorContains(t, err, stocknode.DepsHint)
+	require.ErrorContains(t, err, nodeproc.DepsHint)
 
 	compat, err := stocknode.CompatDir()
 	require.NoError(t, err)
-	require.NoError(t, stocknode.CheckDeps(compat), "compat/node_modules is installed: %s", stocknode.DepsHint)
+	require.NoError(t, nodeproc.CheckDeps(compat, stocknode.Packages...), "compat/node_modules is installed: %s", nodeproc.DepsHint)
 }
 
 // TestDriverBadConfig: the driver answers a bad config with a one-line error and exit code 2.
 func TestDriverBadConfig(t *testing.T) {
-	node, err := exec.LookPath("node")
-	require.NoError(t, err, stocknode.NodeInstallHint)
 	compat, err := stocknode.CompatDir()
 	require.NoError(t, err)
 	for _, arg := range []string{"not json", `{"redisUrl":""}`} {
-		cmd := exec.CommandContext(t.Context(), node, filepath.Join("stock", "driver.js"), arg)
-		cmd.Dir = compat
+		cmd, err := nodeproc.Command(compat, stocknode.Script, arg)
+		require.NoError(t, err)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
-		err := cmd.Run()
+		err = cmd.Run()
 		var exit *exec.ExitError
 		require.ErrorAs(t, err, &exit, "config %q", arg)
 		require.Equal(t, 2, exit.ExitCode(), "config %q", arg)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/locktui/locktui/internal/pgtest"
+	"github.com/locktui/locktui/internal/testsupport/pgtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

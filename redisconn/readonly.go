@@ -1,4 +1,4 @@
-package tui
+package redisconn
 
 import (
 	"context"
@@ -11,10 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrReadOnly is returned for a command the read-only console refuses to send.
-var ErrReadOnly = errors.New("tui: read-only mode refuses to send a write command")
+// ErrReadOnly is returned for a command that a client guarded by GuardReadOnly refuses to send.
+var ErrReadOnly = errors.New("redisconn: read-only mode refuses to send a write command")
 
-// readCommands are the only commands a read-only console sends (an allowlist: anything else,
+// readCommands are the only commands a read-only client sends (an allowlist: anything else,
 // including every write, is refused). CONFIG, CLIENT and CLUSTER are checked by sub-command.
 var readCommands = map[string]bool{
 	"scan": true, "get": true, "pttl": true, "ttl": true, "type": true, "exists": true,
@@ -24,7 +24,7 @@ var readCommands = map[string]bool{
 	"ssubscribe": true, "sunsubscribe": true, "quit": true, "time": true,
 }
 
-// IsReadCommand reports whether a read-only console may send cmd.
+// IsReadCommand reports whether a client guarded by GuardReadOnly may send cmd.
 func IsReadCommand(cmd redis.Cmder) bool {
 	name := strings.ToLower(cmd.Name())
 	args := cmd.Args()
@@ -46,16 +46,20 @@ func IsReadCommand(cmd redis.Cmder) bool {
 	return readCommands[name]
 }
 
-// guardTimeout bounds the look-up of a Cluster's nodes when read-only mode guards them.
+// guardTimeout bounds the look-up of a Cluster's nodes when GuardReadOnly guards them.
 const guardTimeout = 2 * time.Second
 
-// guardReadOnly adds readOnlyHook to client. A ClusterClient's hooks do not reach the clients of
-// its nodes, which ForEachMaster and ForEachShard hand out (the refresh SCANs, the walk of
-// ReleaseAllWith): those get the hook too, the nodes to come through OnNewNode and the nodes the
-// client already knows (it was used before Run, e.g. to check that Redis answers) through
-// ForEachShard, which makes no round trip when the cluster state is loaded (else one CLUSTER
-// SLOTS, whose new nodes OnNewNode guards).
-func guardReadOnly(ctx context.Context, client redis.UniversalClient) {
+// GuardReadOnly makes client refuse, with ErrReadOnly, every command that is not a read
+// (IsReadCommand), before it is sent: the defence in depth behind the disabled keys of the
+// console's read-only mode (tui.Config.ReadOnly). It adds a go-redis hook to client. A
+// ClusterClient's hooks do not reach the clients of its nodes, which ForEachMaster and
+// ForEachShard hand out (the console's refresh SCANs, the walk of operator's ReleaseAllWith):
+// those get the hook too, the nodes to come through OnNewNode and the nodes the client already
+// knows (it was used before, e.g. to check that Redis answers) through ForEachShard, which makes
+// no round trip when the cluster state is loaded (else one CLUSTER SLOTS, bounded by ctx and
+// guardTimeout, whose new nodes OnNewNode guards).
+// shared.
+func GuardReadOnly(ctx context.Context, client redis.UniversalClient) {
 	client.AddHook(readOnlyHook{})
 	cluster, ok := client.(*redis.ClusterClient)
 	if !ok {
@@ -76,8 +80,7 @@ func guardReadOnly(ctx context.Context, client redis.UniversalClient) {
 	})
 }
 
-// readOnlyHook refuses every command that is not a read: the defence in depth behind the
-// disabled keys of read-only mode.
+// readOnlyHook refuses every command that is not a read (GuardReadOnly).
 type readOnlyHook struct{}
 
 // DialHook passes dials through.

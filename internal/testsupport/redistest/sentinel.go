@@ -34,8 +34,6 @@ const (
 	// sentinelReady bounds StartSentinel's wait until the sentinels know each other and the
 	// replica (they announce themselves every 2 s).
 	sentinelReady = 30 * time.Second
-	// sentinelPoll is how often the waits below look.
-	sentinelPoll = 20 * time.Millisecond
 )
 
 // nodeArgs are the data servers' arguments: a replica's full sync starts at once (Redis 7
@@ -141,12 +139,7 @@ func startProc(t testing.TB, opts redisproc.Options) *redisproc.Server {
 	t.Helper()
 	opts.KillWithParent = true
 	proc, err := redisproc.Start(t.Context(), opts)
-	if errors.Is(err, redisproc.ErrNotFound) {
-		t.Fatal(InstallHint)
-	}
-	if err != nil {
-		t.Fatalf("redistest: start redis-server: %v", err)
-	}
+	mustStart(t, "start redis-server", err)
 	t.Cleanup(proc.Stop)
 	return proc
 }
@@ -480,27 +473,6 @@ func fields(info string) map[string]string {
 		}
 	}
 	return m
-}
-
-// await polls cond every sentinelPoll until it returns nil, failing the test with its last
-// error after limit.
-func await(t testing.TB, limit time.Duration, what string, cond func(context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), limit)
-	defer cancel()
-	tick := time.NewTicker(sentinelPoll)
-	defer tick.Stop()
-	for {
-		err := cond(ctx)
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("redistest: waited %s for %s: %v", limit, what, err)
-		case <-tick.C:
-		}
-	}
 }
 
 // logState logs the end of every server's output: the sentinels log their view (+sdown,

@@ -1,7 +1,13 @@
-// Package redistest starts a private redis-server for a test on a free loopback port and stops it
-// when the test ends, or a whole Sentinel deployment (StartSentinel) that a test fails over.
-// Tests never touch a server the user runs on 6379, and never skip: when redis-server is missing
-// the test fails with a message saying how to install it.
+// Package redistest is the Redis test support: a private redis-server for a test (Start,
+// StartWith; StartMain for a whole test binary), a Sentinel deployment that a test fails over
+// (StartSentinel), a Redis Cluster (StartCluster), a server that never answers (Silent), and a
+// go-redis hook that records the commands a client sends and can fail or delay chosen ones
+// (Recorder).
+//
+// The servers run on free loopback ports (internal/redisproc starts them; the benchmark, a
+// product, uses that package directly) and stop when the test ends. Tests never touch a server
+// the user runs on 6379, and never skip: when redis-server is missing the test fails with a
+// message saying how to install it.
 package redistest
 
 import (
@@ -16,9 +22,6 @@ import (
 
 	"github.com/locktui/locktui/internal/redisproc"
 )
-
-// InstallHint tells a developer how to get redis-server on Debian or Ubuntu.
-const InstallHint = redisproc.InstallHint
 
 // Server is a redis-server process owned by one test.
 type Server struct {
@@ -44,14 +47,21 @@ func Start(t testing.TB) *Server { return StartWith(t, Config{}) }
 func StartWith(t testing.TB, cfg Config) *Server {
 	t.Helper()
 	proc, err := redisproc.Start(t.Context(), redisproc.Options{Args: cfg.Args, Dir: t.TempDir()})
-	if errors.Is(err, redisproc.ErrNotFound) {
-		t.Fatal(InstallHint)
-	}
-	if err != nil {
-		t.Fatalf("redistest: start redis-server: %v", err)
-	}
+	mustStart(t, "start redis-server", err)
 	t.Cleanup(proc.Stop)
 	return &Server{Addr: proc.Addr(), URL: proc.URL(), proc: proc}
+}
+
+// mustStart fails the test when err says what did not start: with how to install redis-server
+// when it is missing.
+func mustStart(t testing.TB, what string, err error) {
+	t.Helper()
+	if errors.Is(err, redisproc.ErrNotFound) {
+		t.Fatal(redisproc.InstallHint)
+	}
+	if err != nil {
+		t.Fatalf("redistest: %s: %v", what, err)
+	}
 }
 
 // StartMain launches a server for a whole test binary, from TestMain, where no testing.TB
@@ -59,7 +69,7 @@ func StartWith(t testing.TB, cfg Config) *Server {
 func StartMain() (srv *Server, stop func(), err error) {
 	proc, err := redisproc.Start(context.Background(), redisproc.Options{})
 	if errors.Is(err, redisproc.ErrNotFound) {
-		return nil, nil, errors.New(InstallHint)
+		return nil, nil, err
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("redistest: start redis-server: %w", err)
@@ -101,5 +111,29 @@ func (s *Server) Restart(t testing.TB, down time.Duration) {
 	t.Helper()
 	if err := s.proc.Restart(t.Context(), down); err != nil {
 		t.Fatalf("redistest: restart redis-server: %v", err)
+	}
+}
+
+// awaitPoll is how often await looks.
+const awaitPoll = 20 * time.Millisecond
+
+// await polls cond every awaitPoll until it returns nil, failing the test with its last
+// error after limit.
+func await(t testing.TB, limit time.Duration, what string, cond func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), limit)
+	defer cancel()
+	tick := time.NewTicker(awaitPoll)
+	defer tick.Stop()
+	for {
+		err := cond(ctx)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("redistest: waited %s for %s: %v", limit, what, err)
+		case <-tick.C:
+		}
 	}
 }
