@@ -175,7 +175,7 @@ func proxyGoroutines() int {
 	}
 	count := 0
 	for g := range bytes.SplitSeq(buf, []byte("\n\n")) {
-		if strings.Contains(string(g), "/internal/faultproxy.") {
+		if strings.Contains(string(g), "/internal/testsupport/faultproxy.") {
 			count++
 		}
 	}

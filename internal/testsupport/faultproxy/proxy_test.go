@@ -332,6 +332,7 @@ func TestCloseEndsEveryConnectionAndGoroutine(t *testing.T) {
 	p.Hold(true)
 	held := dial(t, p)
 	eventually(t, func() bool { return p.Held() == 1 }, "one held")
+	require.Positive(t, proxyGoroutines(), "the count sees the proxy's goroutines (it names their package)")
 
 	p.Close()
 	require.Zero(t, proxyGoroutines(), "a goroutine outlived Close")
