@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
@@ -36,14 +35,8 @@ type env struct {
 	ns  string
 }
 
-var nsSeq atomic.Int64
-
-var unsafeNS = regexp.MustCompile(`[^A-Za-z0-9_/.-]`)
-
 // freshNamespace returns a namespace no other test uses.
-func freshNamespace(t *testing.T) string {
-	return fmt.Sprintf("op:%s:%d:", unsafeNS.ReplaceAllString(t.Name(), "_"), nsSeq.Add(1))
-}
+func freshNamespace(t *testing.T) string { return redistest.Namespace(t, "op") }
 
 // newEnv returns an env on the shared server in a fresh namespace; opts, which may be nil, are
 // the provider's (its Namespace is set to the fresh one).

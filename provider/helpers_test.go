@@ -7,21 +7,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
-	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
 // wait bounds every "eventually" in the suite. It only stops a broken test from hanging; no test
@@ -45,14 +44,8 @@ type env struct {
 	ns  string
 }
 
-var nsSeq atomic.Int64
-
-var unsafeNS = regexp.MustCompile(`[^A-Za-z0-9_/.-]`)
-
 // freshNamespace returns a namespace no other test uses.
-func freshNamespace(t *testing.T) string {
-	return fmt.Sprintf("t:%s:%d:", unsafeNS.ReplaceAllString(t.Name(), "_"), nsSeq.Add(1))
-}
+func freshNamespace(t *testing.T) string { return redistest.Namespace(t, "t") }
 
 // newEnv returns a provider on the shared server in a fresh namespace; opts may be nil and its
 // Namespace, when empty, is set to the fresh one.
