@@ -6,14 +6,6 @@ import (
 	"github.com/locktui/locktui/internal/backoff"
 )
 
-// Retry pacing of every feed that fails (heartbeat, subscriptions, reads).
-const (
-	// RetryMin is the wait after the first failure in a row.
-	RetryMin = 500 * time.Millisecond
-	// RetryMax caps the wait, which doubles with each further failure.
-	RetryMax = 30 * time.Second
-)
-
 // Backoff paces the retries of a failing feed: RetryMin after the first failure, doubling up
 // to RetryMax. The zero value has no failures.
 type Backoff struct {
