@@ -10,13 +10,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locktui/locktui/internal/tailbuf"
+	"github.com/locktui/locktui/internal/testsupport"
 )
 
 // stopGrace is how long a process gets to exit on its own before its group is killed.
@@ -146,8 +146,8 @@ type result struct {
 // ends first. A command that cannot start gives code -1 and the reason in stderr. It may be
 // called from any goroutine.
 func runCommand(ctx context.Context, cmd *exec.Cmd) result {
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &lockedWriter{w: &stdout}, &lockedWriter{w: &stderr}
+	var stdout, stderr testsupport.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return result{stderr: fmt.Sprintf("start %s: %v", cmd.Path, err), code: -1}
@@ -170,18 +170,6 @@ func runCommand(ctx context.Context, cmd *exec.Cmd) result {
 		code = -1
 	}
 	return result{stdout: stdout.String(), stderr: stderr.String(), code: code}
-}
-
-// lockedWriter serialises writes to w (exec copies stdout and stderr from two goroutines).
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // spawnHelper is the helper (helperEnv) that starts a long sleep the way the suite starts its

@@ -5,23 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/bridge"
 	"github.com/locktui/locktui/internal/freeport"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
 
@@ -29,25 +26,7 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "bridge-cmd-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "bridge")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the bridge: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testsupport.Main(m, testsupport.MainOptions{Build: ".", Binary: &bin})
 }
 
 const (
@@ -55,24 +34,6 @@ const (
 	wait  = 10 * time.Second
 	tick  = 10 * time.Millisecond
 )
-
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // command runs the binary with a clean environment (no BRIDGE_TOKEN or REDIS_URL from outside).
 func command(args ...string) *exec.Cmd {
@@ -156,7 +117,7 @@ func TestSIGTERMDrainsTheClientsThenExitsCleanly(t *testing.T) {
 	rs := redistest.Start(t)
 	rdb := rs.Client(t)
 	cmd := command("--listen", "127.0.0.1:0", "--redis", rs.URL, "--token", token, "--log-format", "json")
-	var stderr lockedBuffer
+	var stderr testsupport.Buffer
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
@@ -265,7 +226,7 @@ func runUntilRedisWarning(t *testing.T, redisURL string) (log string, records []
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testsupport.Buffer
 	status := make(chan int, 1)
 	go func() {
 		status <- run(ctx, func() {}, []string{"--insecure", "--listen", "127.0.0.1:0", "--events=false",
@@ -329,7 +290,7 @@ func TestStartWarnsOfAnEvictingPolicy(t *testing.T) {
 	srv := redistest.StartWith(t, redistest.Config{Args: []string{"--maxmemory-policy", "allkeys-lru"}})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testsupport.Buffer
 	status := make(chan int, 1)
 	go func() {
 		status <- run(ctx, func() {}, []string{"--insecure", "--listen", "127.0.0.1:0", "--events=false", "--redis", srv.URL},

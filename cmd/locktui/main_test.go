@@ -5,18 +5,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
@@ -26,26 +24,7 @@ import (
 var locktui string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "locktui-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	locktui = filepath.Join(dir, "locktui")
-	if out, err := exec.Command("go", "build", "-o", locktui, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testsupport.Main(m, testsupport.MainOptions{Build: ".", Binary: &locktui})
 }
 
 // exitCode runs the binary with args (and no REDIS_URL) and returns its exit code and output.

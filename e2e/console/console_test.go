@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
@@ -86,20 +87,7 @@ func assertEventually(limit time.Duration, cond func() bool) bool {
 var locktuiBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "locktui-e2e-console-")
-	if err != nil {
-		panic(err)
-	}
-	locktuiBin = filepath.Join(dir, "locktui")
-	out, err := exec.Command("go", "build", "-o", locktuiBin, "github.com/locktui/locktui/cmd/locktui").CombinedOutput()
-	if err != nil {
-		os.Stderr.Write(out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testsupport.Main(m, testsupport.MainOptions{Build: "github.com/locktui/locktui/cmd/locktui", Binary: &locktuiBin})
 }
 
 func buildLocktui(*testing.T) string { return locktuiBin }

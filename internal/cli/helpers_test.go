@@ -4,48 +4,26 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/locktui/locktui/internal/budget"
 	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
-	"github.com/locktui/locktui/redisconn"
 )
 
+// go-redis logs failed dials itself; the tests of unreachable servers would fill the log (locktui's
+// main drops it too). release and release-all audit to audit.DefaultPath() unless --audit-log is
+// given: that default goes to a scratch directory.
 func TestMain(m *testing.M) {
-	// go-redis logs failed dials itself; the tests of unreachable servers would fill the log.
-	// (locktui's main does the same.)
-	redisconn.LogTo(nil)
-	// release and release-all audit to audit.DefaultPath() unless --audit-log is given: keep
-	// that default in a scratch directory, never in the developer's home.
-	state, err := os.MkdirTemp("", "locktui-cli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := 1
-	if err := os.Setenv("XDG_STATE_HOME", state); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-	} else {
-		code = m.Run()
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.RemoveAll(state)
-	os.Exit(code)
+	testsupport.Main(m, testsupport.MainOptions{FailedDials: true, StateHome: true})
 }
 
 // result is what one locktui invocation produced.
@@ -146,8 +124,7 @@ func (e *env) holder(t *testing.T, key string) string {
 
 // signalWriter collects output and closes ready once it has seen marker.
 type signalWriter struct {
-	mu     sync.Mutex
-	buf    bytes.Buffer
+	testsupport.Buffer
 	marker string
 	ready  chan struct{}
 	once   sync.Once
@@ -158,37 +135,11 @@ func newSignalWriter(marker string) *signalWriter {
 }
 
 func (w *signalWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n, err := w.buf.Write(b)
-	if strings.Contains(w.buf.String(), w.marker) {
+	n, err := w.Buffer.Write(b)
+	if strings.Contains(w.String(), w.marker) {
 		w.once.Do(func() { close(w.ready) })
 	}
 	return n, err
-}
-
-func (w *signalWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
-// lockedBuffer is a bytes.Buffer safe to read while a command writes to it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // virtualBudget returns a limiter of budget.Default units a second on a virtual clock, and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/locktui/locktui/internal/cli"
 	"github.com/locktui/locktui/internal/redisproc"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/internal/testsupport/faultproxy"
 	"github.com/locktui/locktui/provider"
 )
@@ -79,7 +80,7 @@ func TestListRidesOutABriefOutage(t *testing.T) {
 	px := faultproxy.StartT(t, e.srv.Addr)
 	px.Refuse(true)
 	stderr := newSignalWriter("retrying for up to 5s\n")
-	var stdout lockedBuffer
+	var stdout testsupport.Buffer
 	app := newApp(nil, nil)
 	app.Stdout, app.Stderr = &stdout, stderr
 	code := make(chan int, 1)
@@ -159,7 +160,7 @@ func TestRunSaysRedisWasUnreachableWhenItsWaitEnds(t *testing.T) {
 	require.NoError(t, e.p.Acquire(context.Background(), []string{"k"}, provider.AcquireOptions{Owner: "other", Expire: time.Minute}))
 	px := faultproxy.StartT(t, e.srv.Addr)
 	app := newApp(nil, nil)
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testsupport.Buffer
 	app.Stdout, app.Stderr = &stdout, &stderr
 	code := make(chan int, 1)
 	go func() {

@@ -16,15 +16,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/internal/testsupport/faultproxy"
 	"github.com/locktui/locktui/provider"
 )
 
 // started runs app with args in the background and waits until the command printed "ready".
 // It returns the command's output and a channel with the exit code.
-func started(t *testing.T, app *cli.App, args ...string) (*signalWriter, *lockedBuffer, <-chan int) {
+func started(t *testing.T, app *cli.App, args ...string) (*signalWriter, *testsupport.Buffer, <-chan int) {
 	t.Helper()
-	stdout, stderr := newSignalWriter("ready\n"), new(lockedBuffer)
+	stdout, stderr := newSignalWriter("ready\n"), new(testsupport.Buffer)
 	app.Stdout, app.Stderr = stdout, stderr
 	code := make(chan int, 1)
 	go func() { code <- app.Run(t.Context(), args) }()

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/cli"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/internal/testsupport/faultproxy"
 )
 
@@ -16,12 +17,12 @@ import (
 type stuckWriter struct {
 	stuck chan struct{}
 	once  sync.Once
-	lockedBuffer
+	testsupport.Buffer
 }
 
 func (w *stuckWriter) Write(p []byte) (int, error) {
 	<-w.stuck
-	return w.lockedBuffer.Write(p)
+	return w.Buffer.Write(p)
 }
 
 func (w *stuckWriter) unstick() { w.once.Do(func() { close(w.stuck) }) }
