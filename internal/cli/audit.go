@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -28,26 +29,32 @@ func (cfg ConsoleConfig) OpenAudit(client redis.UniversalClient) (sink *audit.Tr
 }
 
 // trail is where release and release-all record what they did: the releaser they release
-// through (audit.Releaser, the console's path too) and its file.
+// through (audit.Releaser, the console's path too), its file and its connection.
 type trail struct {
 	*audit.Releaser
 	closeFn func()
 	warnf   func(format string, args ...any)
 }
 
-// openTrail opens the audit trail the flags of o name, with the stream on c's client. It is
-// opened before anything is released: a trail that cannot be opened stops the command.
-func (s *session) openTrail(o *options, c *conn) (*trail, error) {
+// openTrail connects as the flags of o say and opens the audit trail they name, with the
+// stream on that connection. It is opened before anything is released: a trail that cannot be
+// opened stops the command. Close closes both.
+func (s *session) openTrail(ctx context.Context, o *options) (*trail, error) {
+	c, err := s.connect(ctx, o)
+	if err != nil {
+		return nil, err
+	}
 	sink, closeFn, err := o.consoleConfig().OpenAudit(c.client)
 	if err != nil {
+		c.Close()
 		return nil, err
 	}
 	r := &audit.Releaser{Inspector: c.ops, Sink: sink, Operator: audit.Operator(), Namespace: o.namespace,
 		Server: redisconn.Describe(o.url), Scan: s.pacedScan(s.limiter(), nil)}
-	return &trail{Releaser: r, closeFn: closeFn, warnf: s.warnf}, nil
+	return &trail{Releaser: r, closeFn: func() { closeFn(); c.Close() }, warnf: s.warnf}, nil
 }
 
-// Close closes the audit file.
+// Close closes the audit file, then the connection.
 func (t *trail) Close() { t.closeFn() }
 
 // warnAudit says that the record of a release could not be written. The release has happened,

@@ -131,12 +131,7 @@ func runRelease(ctx context.Context, s *session, o *options, p parsedArgs) int {
 			return s.fail(err)
 		}
 	}
-	c, err := s.connect(ctx, o)
-	if err != nil {
-		return s.fail(err)
-	}
-	defer c.Close()
-	tr, err := s.openTrail(o, c)
+	tr, err := s.openTrail(ctx, o)
 	if err != nil {
 		return s.fail(err)
 	}
@@ -247,12 +242,7 @@ func runReleaseAll(ctx context.Context, s *session, o *options, p parsedArgs) in
 	if err := checkOwner("release-all", o); err != nil {
 		return s.fail(err)
 	}
-	c, err := s.connect(ctx, o)
-	if err != nil {
-		return s.fail(err)
-	}
-	defer c.Close()
-	tr, err := s.openTrail(o, c)
+	tr, err := s.openTrail(ctx, o)
 	if err != nil {
 		return s.fail(err)
 	}
