@@ -110,6 +110,17 @@ func dial(t *testing.T, p *faultproxy.Proxy) net.Conn {
 	return c
 }
 
+// connected dials p, whose target is the plain backend b, and returns the two ends of the
+// connection, the client's and the server's, once a first message ("hi") has passed.
+func connected(t *testing.T, p *faultproxy.Proxy, b *backend) (client, server net.Conn) {
+	t.Helper()
+	client = dial(t, p)
+	send(t, client, "hi")
+	server = b.next(t)
+	expect(t, server, "hi")
+	return client, server
+}
+
 // send writes msg on c.
 func send(t *testing.T, c net.Conn, msg string) {
 	t.Helper()

@@ -153,55 +153,40 @@ func TestBlackholeDropsBytesAlreadyDelayed(t *testing.T) {
 	roundTrip(t, c, "y")
 }
 
-func TestCutUpstreamEndsTheServerSideOnly(t *testing.T) {
-	b := startBackend(t, false)
-	p := faultproxy.StartT(t, b.addr)
-	c := dial(t, p)
-	send(t, c, "hi")
-	s := b.next(t)
-	expect(t, s, "hi")
-	send(t, s, "yo")
-	expect(t, c, "yo")
+// Cut ends one side of every connection: that side sees the end of the stream, while the
+// other side's writes vanish and its reads block (no FIN) until it closes too. New connections
+// work.
+func TestCutEndsOneSideOnly(t *testing.T) {
+	for _, dir := range []faultproxy.Direction{faultproxy.Upstream, faultproxy.Downstream} {
+		t.Run(dir.String(), func(t *testing.T) {
+			b := startBackend(t, false)
+			p := faultproxy.StartT(t, b.addr)
+			c, s := connected(t, p, b)
+			send(t, s, "yo")
+			expect(t, c, "yo")
+			ended, open := s, c // Upstream: the server's side ends
+			if dir == faultproxy.Downstream {
+				ended, open = c, s
+			}
 
-	p.Cut(faultproxy.Upstream)
-	expectClosed(t, s) // the server sees the end of the stream
-	send(t, c, "more") // the client's writes vanish
-	expectSilent(t, c) // no FIN: its reads block
-	require.Equal(t, 1, p.Conns(), "the client side is still open")
+			p.Cut(dir)
+			expectClosed(t, ended) // it sees the end of the stream
+			send(t, open, "more")  // the other side's writes vanish
+			expectSilent(t, open)  // no FIN: its reads block
+			require.Equal(t, 1, p.Conns(), "the other side is still open")
 
-	c2 := dial(t, p) // new connections work
-	send(t, c2, "new")
-	expect(t, b.next(t), "new")
-
-	require.NoError(t, c.Close())
-	eventually(t, func() bool { return p.Conns() == 1 }, "the cut pair ends when its client closes")
-}
-
-func TestCutDownstreamEndsTheClientSideOnly(t *testing.T) {
-	b := startBackend(t, false)
-	p := faultproxy.StartT(t, b.addr)
-	c := dial(t, p)
-	send(t, c, "hi")
-	s := b.next(t)
-	expect(t, s, "hi")
-
-	p.Cut(faultproxy.Downstream)
-	expectClosed(t, c) // the client sees the end of the stream
-	send(t, s, "more") // the server's writes vanish
-	expectSilent(t, s) // no FIN: its reads block
-	require.Equal(t, 1, p.Conns(), "the server side is still open")
-
-	require.NoError(t, s.Close())
-	eventually(t, func() bool { return p.Conns() == 0 }, "the cut pair ends when its server closes")
+			c2, _ := connected(t, p, b) // new connections work
+			require.NoError(t, open.Close())
+			eventually(t, func() bool { return p.Conns() == 1 }, "the cut pair ends when its other side closes")
+			require.NoError(t, c2.Close())
+		})
+	}
 }
 
 func TestCutDropsBytesInFlight(t *testing.T) {
 	b := startBackend(t, false)
 	p := faultproxy.StartT(t, b.addr)
-	c := dial(t, p)
-	send(t, c, "hi")
-	s := b.next(t)
-	expect(t, s, "hi")
+	c, s := connected(t, p, b)
 
 	p.Delay(faultproxy.Downstream, silence/2)
 	send(t, s, "queued")
@@ -213,14 +198,8 @@ func TestCutDropsBytesInFlight(t *testing.T) {
 func TestCutAllClosesBothSides(t *testing.T) {
 	b := startBackend(t, false)
 	p := faultproxy.StartT(t, b.addr)
-	c := dial(t, p)
-	send(t, c, "hi")
-	s := b.next(t)
-	expect(t, s, "hi")
-	c2 := dial(t, p)
-	send(t, c2, "hi")
-	s2 := b.next(t)
-	expect(t, s2, "hi")
+	c, s := connected(t, p, b)
+	c2, s2 := connected(t, p, b)
 
 	p.CutAll()
 	require.Zero(t, p.Conns())
