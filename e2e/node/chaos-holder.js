@@ -31,28 +31,11 @@
 "use strict"
 
 const fs = require("node:fs")
-const path = require("node:path")
-const { createRequire } = require("node:module")
 const { setTimeout: sleep } = require("node:timers/promises")
 const { buildProvider } = require("./providers")
+const { startScript } = require("./script")
 
-function fatal(message) {
-  process.stderr.write(`chaos holder: ${message}\n`)
-  process.exit(2)
-}
-
-let config
-try {
-  config = JSON.parse(process.argv[2] ?? "")
-} catch (err) {
-  fatal(`the first argument must be a JSON config (${err.message})`)
-}
-for (const field of ["compatDir", "backend", "holder", "log", "keys"]) {
-  if (config?.[field] === undefined) fatal(`the config needs "${field}"`)
-}
-if (!["stock", "bridge"].includes(config.backend)) fatal(`"backend" must be "stock" or "bridge"`)
-
-const compatRequire = createRequire(path.join(config.compatDir, "package.json"))
+const { config, compatRequire, fatal } = startScript("chaos holder", ["holder", "log", "keys"])
 const fd = fs.openSync(config.log, "a")
 const holder = config.holder
 const expire = config.expire ?? 2
@@ -130,9 +113,5 @@ async function main() {
   await close()
   process.exit(0)
 }
-
-process.on("unhandledRejection", (reason) => {
-  process.stderr.write(`chaos holder: unhandled rejection: ${reason?.stack ?? reason}\n`)
-})
 
 main().catch((err) => fatal(err?.stack ?? String(err)))

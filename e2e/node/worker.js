@@ -30,29 +30,12 @@
 // Diagnostics go to stderr. When stdin closes the worker closes the provider and exits.
 "use strict"
 
-const path = require("node:path")
 const readline = require("node:readline")
-const { createRequire } = require("node:module")
 const { setTimeout: sleep } = require("node:timers/promises")
 const { buildProvider } = require("./providers")
+const { startScript } = require("./script")
 
-function fatal(message) {
-  process.stderr.write(`e2e worker: ${message}\n`)
-  process.exit(2)
-}
-
-let config
-try {
-  config = JSON.parse(process.argv[2] ?? "")
-} catch (err) {
-  fatal(`the first argument must be a JSON config (${err.message})`)
-}
-if (!config?.compatDir || !config?.redisUrl || !["bridge", "stock"].includes(config?.backend)) {
-  fatal(`the config needs "compatDir", "redisUrl" and "backend" ("bridge" or "stock")`)
-}
-
-// Resolve every package from compat/, where `make node-deps` installs them.
-const compatRequire = createRequire(path.join(config.compatDir, "package.json"))
+const { config, compatRequire, fatal } = startScript("e2e worker", ["redisUrl"])
 let Redis
 try {
   Redis = compatRequire("ioredis")
@@ -78,10 +61,6 @@ const logger = {
   error: (m) => process.stderr.write(`e2e worker [error] ${m}\n`),
   debug: () => {},
 }
-
-process.on("unhandledRejection", (reason) => {
-  process.stderr.write(`e2e worker: unhandled rejection: ${reason?.stack ?? reason}\n`)
-})
 
 /** The critical section of one increment: detector in, read-modify-write, log, detector out. */
 async function increment(raw, a) {
