@@ -50,6 +50,12 @@ function heartbeatInterval(configuredMs, rules, display) {
  * The deadlines of one connection and the one timer that watches them. on.connection() runs
  * when the connection deadline passes; on.lease(lease, why) for each lease whose own deadline
  * (why "deadline") or the drain deadline (why "drain") passes.
+ *
+ * The timer is armed for the earliest deadline known when it is armed (timerAt), and re-armed
+ * only when a deadline earlier than that appears (a new lease's, the drain's). A deadline that
+ * moves later (an answered request, a renewal: several per execute) leaves it alone: it then
+ * fires early, finds nothing due and re-arms for the earliest deadline. Every deadline is thus at
+ * or after timerAt, and none passes unchecked.
  */
 class Deadlines {
   /**
@@ -66,6 +72,7 @@ class Deadlines {
     this.leases = new Map() // lease -> deadline
     this.on = on
     this.timer = null
+    this.timerAt = Infinity // the deadline the timer is armed for
     this.stopped = false
     this.schedule()
   }
@@ -75,19 +82,17 @@ class Deadlines {
     return this.proof + this.timeoutMs - this.margin
   }
 
-  /** The bridge answered a request sent at sentAt. */
+  /** The bridge answered a request sent at sentAt: the connection deadline moves later (the timer stays). */
   answered(sentAt) {
-    if (sentAt <= this.proof) return
-    this.proof = sentAt
-    this.schedule()
+    if (sentAt > this.proof) this.proof = sentAt
   }
 
   /** The bridge said, answering a request sent at sentAt, that lease is valid for validMs more. */
   valid(lease, sentAt, validMs) {
     const at = sentAt + (Number.isFinite(validMs) ? validMs : 0)
-    const before = this.leases.get(lease) ?? -Infinity
-    if (at > before) this.leases.set(lease, at)
-    this.schedule()
+    const before = this.leases.get(lease)
+    if (before === undefined || at > before) this.leases.set(lease, at)
+    this.earliest(before === undefined || at > before ? at : before)
   }
 
   /** The deadline of lease: the earliest of its own, the connection's and the drain's. */
@@ -102,7 +107,7 @@ class Deadlines {
   /** going_away: every lease is lost at receipt + drainMs − margin. */
   drain(drainMs) {
     this.drainAt = Math.min(this.drainAt, performance.now() + drainMs - this.margin)
-    this.schedule()
+    this.earliest(this.drainAt)
   }
 
   stop() {
@@ -111,14 +116,25 @@ class Deadlines {
     this.timer = null
   }
 
+  /** A deadline at `at` now exists: re-arms the timer if it is armed for later. */
+  earliest(at) {
+    if (at < this.timerAt) this.arm(at)
+  }
+
+  /** Arms the timer for the earliest of every deadline. */
   schedule() {
-    if (this.stopped) return
     let next = this.connectionDeadline
     for (const lease of this.leases.keys()) next = Math.min(next, this.deadlineOf(lease))
+    this.arm(next)
+  }
+
+  arm(at) {
+    if (this.stopped) return
     clearTimeout(this.timer)
+    this.timerAt = at
     // A timer fires late, never early; the margin covers that for the connection, and each
     // check reads the clock instead of trusting the timer.
-    this.timer = setTimeout(() => this.check(), Math.max(0, Math.ceil(next - performance.now())))
+    this.timer = setTimeout(() => this.check(), Math.max(0, Math.ceil(at - performance.now())))
     this.timer.unref()
   }
 
