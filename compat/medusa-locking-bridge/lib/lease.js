@@ -24,6 +24,10 @@ function fencingOf(grant) {
  * until released or lost. Its signal aborts, with the "Lost the lock" conflict, the moment the
  * client stops being certain of it: a lease_lost event, its own deadline, the connection's
  * deadline, a drain deadline, the end of the connection or close().
+ *
+ * The signal and the fencing tokens are made when first read: an AbortSignal costs microseconds
+ * of CPU and garbage, and a job that takes no argument never reads either (see provider.js
+ * execute). A signal first read after the loss is already aborted, with the same reason.
  */
 class Lease {
   /**
@@ -40,14 +44,25 @@ class Lease {
     this.owner = owner
     this.keys = keys
     this.lostMessage = typeof lostMessage === "string" ? lostMessage : undefined
-    /** The lease's fencing tokens, handed to execute's job (see fencingOf). */
-    this.fencing = fencingOf(grant)
+    this.grant = grant
     this.state = "held" // held | lost | released
-    this.controller = new AbortController()
+    /** Why the lease was lost (the signal's reason), once it is. */
+    this.reason = undefined
+    this.controller = null
+    this.fencing_ = null
+  }
+
+  /** The lease's fencing tokens, handed to execute's job (see fencingOf). */
+  get fencing() {
+    return (this.fencing_ ??= fencingOf(this.grant))
   }
 
   /** Aborted with the "Lost the lock" conflict when the lease is lost. */
   get signal() {
+    if (this.controller === null) {
+      this.controller = new AbortController()
+      if (this.state === "lost") this.controller.abort(this.reason)
+    }
     return this.controller.signal
   }
 
@@ -56,7 +71,8 @@ class Lease {
     if (this.state !== "held") return
     this.state = "lost"
     // Every key is lost: the bridge's message for that names them in the caller's order, once each.
-    this.controller.abort(reason ?? lockLost([...new Set(this.keys)], this.lostMessage, cause))
+    this.reason = reason ?? lockLost([...new Set(this.keys)], this.lostMessage, cause)
+    this.controller?.abort(this.reason)
   }
 
   /**
@@ -64,8 +80,8 @@ class Lease {
    * when the lease was lost (the bridge already dropped it, or the connection ended and the
    * bridge released it). Rejects when the bridge could not release (for example a Redis error).
    */
-  async release() {
-    if (this.state !== "held") return false
+  release() {
+    if (this.state !== "held") return Promise.resolve(false)
     this.state = "released"
     return this.link.releaseLease(this)
   }

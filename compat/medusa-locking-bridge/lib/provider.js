@@ -62,6 +62,19 @@ function toOwner(ownerId) {
   return String(ownerId ?? "*")
 }
 
+/** An arrow function without parameters, as Function.prototype.toString shows it. */
+const NO_PARAMETERS = /^(?:async\s*)?\(\s*\)\s*=>/
+
+/**
+ * True when fn cannot see the arguments it is called with: an arrow function (it has no
+ * `arguments` of its own) declared with no parameters, such as stock's jobs, `async () => {…}`.
+ * Anything else (parameters, rest or default parameters, a regular or bound function, a proxy,
+ * a comment in the way) counts as one that may read them.
+ */
+function takesNoArguments(fn) {
+  return typeof fn === "function" && fn.length === 0 && NO_PARAMETERS.test(Function.prototype.toString.call(fn))
+}
+
 /**
  * value, a number of seconds, when it is finite (JSON has no Infinity: it would be sent as null,
  * meaning "absent"). The bridge's upper bound (its max_seconds) is checked when the request is
@@ -127,10 +140,10 @@ class BridgeLockingProvider {
       return await job(new AbortController().signal, fencingOf(null))
     }
     const lease = await this.lease_(keys, timeout, expire)
-    const signal = lease.signal
     try {
-      const result = await job(signal, lease.fencing)
-      if (signal.aborted) throw signal.reason
+      // A job that cannot see its arguments gets none: its lease makes no AbortSignal (see Lease).
+      const result = takesNoArguments(job) ? await job() : await job(lease.signal, lease.fencing)
+      if (lease.state === "lost") throw lease.reason
       return result
     } finally {
       // The release is sent now, in order before any later request of this client on these
@@ -236,6 +249,7 @@ module.exports = {
   BridgeLockingProvider,
   createBridgeLockingProvider,
   validateOptions,
+  takesNoArguments,
   CLIENT_REGISTRATION,
   OPTIONS_REGISTRATION,
 }
