@@ -20,37 +20,37 @@ import (
 func TestListReportsKeyOwnerAndTTL(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.set("persistent", "o1", 0)
-	e.set("expiring", "o2", 10*time.Second)
-	require.NoError(t, e.rdb.HSet(c, e.key("foreign"), "f", "v").Err())
-	require.NoError(t, e.rdb.Set(c, "other-ns:"+e.ns, "o3", 0).Err())
-	t.Cleanup(func() { e.rdb.Del(context.Background(), "other-ns:"+e.ns) })
+	e.Set("persistent", "o1", 0)
+	e.Set("expiring", "o2", 10*time.Second)
+	require.NoError(t, e.RDB.HSet(c, e.Key("foreign"), "f", "v").Err())
+	require.NoError(t, e.RDB.Set(c, "other-ns:"+e.NS, "o3", 0).Err())
+	t.Cleanup(func() { e.RDB.Del(context.Background(), "other-ns:"+e.NS) })
 
-	locks, err := e.ops.List(c)
+	locks, err := e.Ops.List(c)
 	require.NoError(t, err)
 	slices.SortFunc(locks, func(a, b operator.Lock) int { return strings.Compare(a.Key, b.Key) })
 	require.Len(t, locks, 3)
 
 	exp, foreign, pers := locks[0], locks[1], locks[2]
 	require.Equal(t, "expiring", exp.Key)
-	require.Equal(t, e.key("expiring"), exp.RedisKey)
+	require.Equal(t, e.Key("expiring"), exp.RedisKey)
 	require.Equal(t, "o2", exp.Owner)
 	require.False(t, exp.Foreign)
 	require.Greater(t, exp.TTL, 8*time.Second)
 	require.LessOrEqual(t, exp.TTL, 10*time.Second)
 
-	require.Equal(t, operator.Lock{Key: "foreign", RedisKey: e.key("foreign"), TTL: provider.NoExpiry, Foreign: true}, foreign)
-	require.Equal(t, operator.Lock{Key: "persistent", RedisKey: e.key("persistent"), Owner: "o1", TTL: provider.NoExpiry}, pers)
+	require.Equal(t, operator.Lock{Key: "foreign", RedisKey: e.Key("foreign"), TTL: provider.NoExpiry, Foreign: true}, foreign)
+	require.Equal(t, operator.Lock{Key: "persistent", RedisKey: e.Key("persistent"), Owner: "o1", TTL: provider.NoExpiry}, pers)
 }
 
 func TestScanWalksEveryBatch(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.fill("k", "o", 250)
+	e.Fill("k", "o", 250)
 
 	batches := 0
 	seen := map[string]bool{}
-	require.NoError(t, e.ops.Scan(c, func(locks []operator.Lock) error {
+	require.NoError(t, e.Ops.Scan(c, func(locks []operator.Lock) error {
 		batches++
 		for _, l := range locks {
 			require.Equal(t, "o", l.Owner)
@@ -61,32 +61,32 @@ func TestScanWalksEveryBatch(t *testing.T) {
 	require.Greater(t, batches, 1)
 	require.Len(t, seen, 250)
 
-	locks, err := e.ops.List(c)
+	locks, err := e.Ops.List(c)
 	require.NoError(t, err)
 	require.Len(t, locks, 250)
 
 	stop := errors.New("stop")
-	err = e.ops.Scan(c, func([]operator.Lock) error { return stop })
+	err = e.Ops.Scan(c, func([]operator.Lock) error { return stop })
 	require.ErrorIs(t, err, stop)
 }
 
 func TestGet(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.set("k", "o", 30*time.Second)
-	require.NoError(t, e.rdb.HSet(c, e.key("h"), "f", "v").Err())
+	e.Set("k", "o", 30*time.Second)
+	require.NoError(t, e.RDB.HSet(c, e.Key("h"), "f", "v").Err())
 
-	l, ok, err := e.ops.Get(c, "k")
+	l, ok, err := e.Ops.Get(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "o", l.Owner)
 	require.Greater(t, l.TTL, 25*time.Second)
 
-	_, ok, err = e.ops.Get(c, "missing")
+	_, ok, err = e.Ops.Get(c, "missing")
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	l, ok, err = e.ops.Get(c, "h")
+	l, ok, err = e.Ops.Get(c, "h")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, l.Foreign)
@@ -97,13 +97,13 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 	c := ctx(t)
 	const n = 250
 	for i := range n {
-		e.set(fmt.Sprintf("k%03d", i), "o", 0)
+		e.Set(fmt.Sprintf("k%03d", i), "o", 0)
 	}
 	var scans, reads, trips int
 	sent := &redistest.Recorder{}
-	e.ic.AddHook(sent)
+	e.IC.AddHook(sent)
 	got := 0
-	err := e.ops.ScanWith(c, operator.ScanOptions{Pace: func(_ context.Context, s, r int) error {
+	err := e.Ops.ScanWith(c, operator.ScanOptions{Pace: func(_ context.Context, s, r int) error {
 		scans, reads, trips = scans+s, reads+r, trips+1
 		return nil
 	}}, func(batch []operator.Lock) error {
@@ -120,7 +120,7 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 	require.Contains(t, []int{scans, scans + 1}, trips, "each SCAN after the first rides with the reads of the batch before")
 
 	stop := errors.New("over budget")
-	err = e.ops.ScanWith(c, operator.ScanOptions{Pace: func(context.Context, int, int) error { return stop }},
+	err = e.Ops.ScanWith(c, operator.ScanOptions{Pace: func(context.Context, int, int) error { return stop }},
 		func([]operator.Lock) error { t.Fatal("nothing is read once Pace refused"); return nil })
 	require.ErrorIs(t, err, stop)
 }
@@ -128,8 +128,8 @@ func TestScanWithPacesEveryRoundTrip(t *testing.T) {
 func TestReadReportsFoundAndAbsent(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.set("here", "o", time.Minute)
-	found, absent, err := e.ops.Read(c, []string{"here", "missing"})
+	e.Set("here", "o", time.Minute)
+	found, absent, err := e.Ops.Read(c, []string{"here", "missing"})
 	require.NoError(t, err)
 	require.Len(t, found, 1)
 	require.Equal(t, "here", found[0].Key)
@@ -150,45 +150,45 @@ func TestPrintableQuotesWhatDoesNotPrint(t *testing.T) {
 func TestOurRecordSurvivesASameOwnerReentryAndRenewals(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Owner: "w", Expire: time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Owner: "w", Expire: time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
-	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "w", Expire: time.Minute}))
-	reentered := e.rdb.PExpireTime(c, e.key("k")).Val()
-	require.Eventually(t, func() bool { return e.rdb.PExpireTime(c, e.key("k")).Val() != reentered },
+	require.NoError(t, e.P.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "w", Expire: time.Minute}))
+	reentered := e.RDB.PExpireTime(c, e.Key("k")).Val()
+	require.Eventually(t, func() bool { return e.RDB.PExpireTime(c, e.Key("k")).Val() != reentered },
 		5*time.Second, 10*time.Millisecond, "the lease's renewal never moved the lock's expiry")
 
-	l, ok, err := e.ops.Get(c, "k")
+	l, ok, err := e.Ops.Get(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NotNil(t, l.Record, "Get shows the record of our live lock")
-	locks, err := e.ops.List(c)
+	locks, err := e.Ops.List(c)
 	require.NoError(t, err)
 	require.Len(t, locks, 1)
 	require.NotNil(t, locks[0].Record, "List shows the record of our live lock")
-	rec, ok, err := e.ops.HolderRecord(c, "k")
+	rec, ok, err := e.Ops.HolderRecord(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, rec.Current, "locktui get says the record of our live lock is current")
 }
 
 // requireNoRecord asserts that Get, Read and List all show lock key k without a holder record.
-func (e *env) requireNoRecord(k string) {
-	e.t.Helper()
-	c := ctx(e.t)
-	l, ok, err := e.ops.Get(c, k)
-	require.NoError(e.t, err)
-	require.True(e.t, ok, "%q is held", k)
-	require.Nil(e.t, l.Record, "Get shows no holder record for %q", k)
-	found, _, err := e.ops.Read(c, []string{k})
-	require.NoError(e.t, err)
-	require.Len(e.t, found, 1)
-	require.Nil(e.t, found[0].Record, "Read shows no holder record for %q", k)
-	locks, err := e.ops.List(c)
-	require.NoError(e.t, err)
+func requireNoRecord(e *env, k string) {
+	e.T.Helper()
+	c := ctx(e.T)
+	l, ok, err := e.Ops.Get(c, k)
+	require.NoError(e.T, err)
+	require.True(e.T, ok, "%q is held", k)
+	require.Nil(e.T, l.Record, "Get shows no holder record for %q", k)
+	found, _, err := e.Ops.Read(c, []string{k})
+	require.NoError(e.T, err)
+	require.Len(e.T, found, 1)
+	require.Nil(e.T, found[0].Record, "Read shows no holder record for %q", k)
+	locks, err := e.Ops.List(c)
+	require.NoError(e.T, err)
 	for _, l := range locks {
 		if l.Key == k {
-			require.Nil(e.t, l.Record, "List shows no holder record for %q", k)
+			require.Nil(e.T, l.Record, "List shows no holder record for %q", k)
 		}
 	}
 }
@@ -217,16 +217,16 @@ func TestAStockRetakeUnderASharedOwnerShowsNoHolderRecord(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			c := ctx(t)
-			require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: tc.owner, Expire: tc.ours}))
+			require.NoError(t, e.P.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: tc.owner, Expire: tc.ours}))
 			time.Sleep(tc.after)
 			// Stock's release: DEL when GET is the owner; the record stays.
-			e.requireOwner("k", tc.owner)
-			require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
-			e.stockTake("k", tc.owner, tc.stock)
-			require.Equal(t, int64(1), e.rdb.Exists(c, lockwire.RecordKey(e.key("k"))).Val(), "our record outlives our hold")
+			e.RequireOwner("k", tc.owner)
+			require.NoError(t, e.RDB.Del(c, e.Key("k")).Err())
+			e.StockTake("k", tc.owner, tc.stock)
+			require.Equal(t, int64(1), e.RDB.Exists(c, lockwire.RecordKey(e.Key("k"))).Val(), "our record outlives our hold")
 
-			e.requireNoRecord("k")
-			rec, ok, err := e.ops.HolderRecord(c, "k")
+			requireNoRecord(e, "k")
+			rec, ok, err := e.Ops.HolderRecord(c, "k")
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.False(t, rec.Current, "locktui get says the record is not current")
@@ -243,20 +243,20 @@ func TestOurScriptsGiveTheRecordTheLocksExpiry(t *testing.T) {
 	c := ctx(t)
 	requireFollows := func(k, step string) {
 		t.Helper()
-		lockAt := e.rdb.PExpireTime(c, e.key(k)).Val()
-		recAt := e.rdb.PExpireTime(c, lockwire.RecordKey(e.key(k))).Val()
+		lockAt := e.RDB.PExpireTime(c, e.Key(k)).Val()
+		recAt := e.RDB.PExpireTime(c, lockwire.RecordKey(e.Key(k))).Val()
 		// The lock and the record are written by two commands of one script run, which Redis 7.0
 		// times each by its own clock reading: a millisecond may pass between them.
 		apart := (lockAt - recAt).Milliseconds()
 		require.LessOrEqual(t, max(apart, -apart), int64(1), "%s: the record's expiry is the lock's", step)
-		l, ok, err := e.ops.Get(c, k)
+		l, ok, err := e.Ops.Get(c, k)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.NotNil(t, l.Record, "%s: Get shows the record", step)
 	}
 	take := func(k string, expire time.Duration) {
 		t.Helper()
-		require.NoError(t, e.p.Acquire(c, []string{k}, provider.AcquireOptions{Owner: "w", Expire: expire}))
+		require.NoError(t, e.P.Acquire(c, []string{k}, provider.AcquireOptions{Owner: "w", Expire: expire}))
 	}
 
 	take("k", time.Minute)
@@ -271,19 +271,19 @@ func TestOurScriptsGiveTheRecordTheLocksExpiry(t *testing.T) {
 	requireFollows("p", "a take without expiry")
 
 	// A failed acquisition of k and a busy key gives k back its lifetime and record.
-	e.set("busy", "other", time.Minute)
+	e.Set("busy", "other", time.Minute)
 	call, cancel := context.WithTimeout(c, 100*time.Millisecond)
 	defer cancel()
-	err := e.p.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: "w", Expire: 5 * time.Second})
+	err := e.P.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: "w", Expire: 5 * time.Second})
 	require.ErrorIs(t, err, provider.ErrNotAcquired)
-	require.Greater(t, e.rdb.PTTL(c, e.key("k")).Val(), 30*time.Second, "k got its lifetime back")
+	require.Greater(t, e.RDB.PTTL(c, e.Key("k")).Val(), 30*time.Second, "k got its lifetime back")
 	requireFollows("k", "a give-back")
 
-	lease, err := e.p.AcquireLease(c, []string{"r"}, provider.LeaseOptions{Owner: "w", Expire: time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"r"}, provider.LeaseOptions{Owner: "w", Expire: time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
-	first := e.rdb.PExpireTime(c, e.key("r")).Val()
-	require.Eventually(t, func() bool { return e.rdb.PExpireTime(c, e.key("r")).Val() != first },
+	first := e.RDB.PExpireTime(c, e.Key("r")).Val()
+	require.Eventually(t, func() bool { return e.RDB.PExpireTime(c, e.Key("r")).Val() != first },
 		5*time.Second, 10*time.Millisecond, "the lease was never renewed")
 	requireFollows("r", "a renewal")
 }

@@ -12,11 +12,11 @@ import (
 func TestHolderRecordDescribesTheLock(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Claim: "claim-1", Expire: time.Minute}))
-	rec, ok, err := e.ops.HolderRecord(c, "k")
+	require.NoError(t, e.P.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Claim: "claim-1", Expire: time.Minute}))
+	rec, ok, err := e.Ops.HolderRecord(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Equal(t, "locktui:{"+e.key("k")+"}:hold", rec.Key)
+	require.Equal(t, "locktui:{"+e.Key("k")+"}:hold", rec.Key)
 	require.Equal(t, "o", rec.Owner)
 	require.Equal(t, "claim-1", rec.Claim)
 	require.False(t, rec.Reentered)
@@ -25,8 +25,8 @@ func TestHolderRecordDescribesTheLock(t *testing.T) {
 	require.Equal(t, "claim-1", rec.Fields["claim"])
 
 	// A re-entry without expiry: marked, no expiry, still current.
-	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Claim: "claim-2", Expire: provider.NoExpiry}))
-	rec, ok, err = e.ops.HolderRecord(c, "k")
+	require.NoError(t, e.P.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Claim: "claim-2", Expire: provider.NoExpiry}))
+	rec, ok, err = e.Ops.HolderRecord(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.True(t, rec.Reentered)
@@ -41,16 +41,16 @@ func TestHolderRecordOfAChangedLockIsNotCurrent(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
 	for name, change := range map[string]func(){
-		"another owner": func() { require.NoError(t, e.rdb.Set(c, e.key("k"), "stock", 0).Err()) },
-		"another TTL":   func() { require.NoError(t, e.rdb.Expire(c, e.key("k"), time.Hour).Err()) },
-		"deleted":       func() { require.NoError(t, e.rdb.Del(c, e.key("k")).Err()) },
-		"another type":  func() { e.rdb.Del(c, e.key("k")); require.NoError(t, e.rdb.HSet(c, e.key("k"), "f", "v").Err()) },
+		"another owner": func() { require.NoError(t, e.RDB.Set(c, e.Key("k"), "stock", 0).Err()) },
+		"another TTL":   func() { require.NoError(t, e.RDB.Expire(c, e.Key("k"), time.Hour).Err()) },
+		"deleted":       func() { require.NoError(t, e.RDB.Del(c, e.Key("k")).Err()) },
+		"another type":  func() { e.RDB.Del(c, e.Key("k")); require.NoError(t, e.RDB.HSet(c, e.Key("k"), "f", "v").Err()) },
 	} {
 		t.Run(name, func(t *testing.T) {
-			require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
-			require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
+			require.NoError(t, e.RDB.Del(c, e.Key("k")).Err())
+			require.NoError(t, e.P.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 			change()
-			rec, ok, err := e.ops.HolderRecord(c, "k")
+			rec, ok, err := e.Ops.HolderRecord(c, "k")
 			require.NoError(t, err)
 			require.True(t, ok, "the record stays until it expires")
 			require.Equal(t, "o", rec.Owner)
@@ -62,11 +62,11 @@ func TestHolderRecordOfAChangedLockIsNotCurrent(t *testing.T) {
 func TestHolderRecordOfAStockLock(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.set("stock", "stock-owner", 0)
-	_, ok, err := e.ops.HolderRecord(c, "stock")
+	e.Set("stock", "stock-owner", 0)
+	_, ok, err := e.Ops.HolderRecord(c, "stock")
 	require.NoError(t, err)
 	require.False(t, ok)
-	_, ok, err = e.ops.HolderRecord(c, "missing")
+	_, ok, err = e.Ops.HolderRecord(c, "missing")
 	require.NoError(t, err)
 	require.False(t, ok)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
@@ -18,19 +19,19 @@ import (
 func TestForceReleaseComparesTheOwner(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.set("k", "o1", 0)
+	e.Set("k", "o1", 0)
 
-	ok, err := didRelease(e.ops.ForceReleaseOwner(c, "k", "o2", operator.TellHolderFirst))
+	ok, err := locktest.DidRelease(e.Ops.ForceReleaseOwner(c, "k", "o2", operator.TellHolderFirst))
 	require.NoError(t, err)
 	require.False(t, ok)
-	e.requireOwner("k", "o1")
+	e.RequireOwner("k", "o1")
 
-	ok, err = didRelease(e.ops.ForceReleaseOwner(c, "k", "o1", operator.TellHolderFirst))
+	ok, err = locktest.DidRelease(e.Ops.ForceReleaseOwner(c, "k", "o1", operator.TellHolderFirst))
 	require.NoError(t, err)
 	require.True(t, ok)
-	e.requireFree("k")
+	e.RequireFree("k")
 
-	ok, err = didRelease(e.ops.ForceReleaseOwner(c, "k", "o1", operator.TellHolderFirst))
+	ok, err = locktest.DidRelease(e.Ops.ForceReleaseOwner(c, "k", "o1", operator.TellHolderFirst))
 	require.NoError(t, err)
 	require.False(t, ok)
 }
@@ -44,54 +45,54 @@ func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
 	c := ctx(t)
 	release := func(l operator.Lock) bool {
 		t.Helper()
-		ok, err := didRelease(e.ops.ForceReleaseHold(c, l, operator.TellHolderFirst))
+		ok, err := locktest.DidRelease(e.Ops.ForceReleaseHold(c, l, operator.TellHolderFirst))
 		require.NoError(t, err)
 		return ok
 	}
 	retake := func(k string, stock bool) {
 		t.Helper()
-		require.NoError(t, e.rdb.Del(c, e.key(k)).Err())
+		require.NoError(t, e.RDB.Del(c, e.Key(k)).Err())
 		if stock { // a TTL other than ours (a minute): the record ours left must not pass for its
-			e.stockTake(k, "shared", 30)
+			e.StockTake(k, "shared", 30)
 		} else {
-			e.token(e.p, k, "shared")
+			e.Token(e.P, k, "shared")
 		}
 	}
 
-	e.token(e.p, "ours", "shared")
-	seen := e.seen("ours")
+	e.Token(e.P, "ours", "shared")
+	seen := e.Seen("ours")
 	require.NotNil(t, seen.Record)
 	retake("ours", false)
 	require.False(t, release(seen), "our new hold under the same owner has another token")
-	require.NotEqual(t, seen.Record.FencingToken, e.seen("ours").Record.FencingToken)
+	require.NotEqual(t, seen.Record.FencingToken, e.Seen("ours").Record.FencingToken)
 	retake("ours", true)
 	require.False(t, release(seen), "a stock hold under the same owner is not the hold seen")
-	e.requireOwner("ours", "shared")
+	e.RequireOwner("ours", "shared")
 
-	e.stockTake("stock", "shared", 30)
-	seen = e.seen("stock")
+	e.StockTake("stock", "shared", 30)
+	seen = e.Seen("stock")
 	require.Nil(t, seen.Record)
 	retake("stock", false)
 	require.False(t, release(seen), "our hold under the same owner is not the stock hold seen")
-	e.requireOwner("stock", "shared")
+	e.RequireOwner("stock", "shared")
 	retake("stock", true)
 	require.True(t, release(seen), "a stock hold is one hold as long as it has no record")
-	e.requireFree("stock")
+	e.RequireFree("stock")
 
-	e.token(e.p, "joined", "shared")
-	seen = e.seen("joined")
-	other := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns,
+	e.Token(e.P, "joined", "shared")
+	seen = e.Seen("joined")
+	other := locktest.NewProvider(t, e.RDB, &provider.Options{Namespace: e.NS,
 		Holder: provider.Holder{Host: "web-2", PID: 99, Program: "other-svc"}})
-	e.token(other, "joined", "shared") // another process joins the hold: the same token
-	require.Equal(t, seen.Record.FencingToken, e.seen("joined").Record.FencingToken)
+	e.Token(other, "joined", "shared") // another process joins the hold: the same token
+	require.Equal(t, seen.Record.FencingToken, e.Seen("joined").Record.FencingToken)
 	require.False(t, release(seen), "the process that re-entered was not seen")
-	seen = e.seen("joined")
-	e.token(other, "joined", "shared") // the process seen re-enters: the same hold
+	seen = e.Seen("joined")
+	e.Token(other, "joined", "shared") // the process seen re-enters: the same hold
 	require.False(t, release(operator.Lock{Key: "joined", Owner: "other", Record: seen.Record}))
-	lease, err := e.p.AcquireLease(c, []string{"renewed"}, provider.LeaseOptions{Owner: "shared", Expire: 3 * time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"renewed"}, provider.LeaseOptions{Owner: "shared", Expire: 3 * time.Second})
 	require.NoError(t, err)
-	seenLease := e.seen("renewed")
-	pttl := func() time.Duration { return e.rdb.PTTL(c, e.key("renewed")).Val() }
+	seenLease := e.Seen("renewed")
+	pttl := func() time.Duration { return e.RDB.PTTL(c, e.Key("renewed")).Val() }
 	low := pttl()
 	require.Eventually(t, func() bool { // the TTL rose again: a renewal
 		now := pttl()
@@ -101,30 +102,30 @@ func TestForceReleaseHoldSparesANewHoldOfTheSameOwner(t *testing.T) {
 	require.True(t, release(seenLease), "a renewal does not change the hold")
 	_, _ = lease.Release(c) // it lost its key: whatever it says
 	require.True(t, release(seen))
-	e.requireFree("joined")
+	e.RequireFree("joined")
 	require.False(t, release(seen), "gone")
 }
 
 func TestForceReleaseAnyReturnsTheOwner(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.set("k", "execute:whoever", 10*time.Second)
-	require.NoError(t, e.rdb.HSet(c, e.key("h"), "f", "v").Err())
+	e.Set("k", "execute:whoever", 10*time.Second)
+	require.NoError(t, e.RDB.HSet(c, e.Key("h"), "f", "v").Err())
 
-	owner, ok, err := didReleaseAny(e.ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
+	owner, ok, err := locktest.DidReleaseAny(e.Ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, "execute:whoever", owner)
-	e.requireFree("k")
+	e.RequireFree("k")
 
-	_, ok, err = didReleaseAny(e.ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
+	_, ok, err = locktest.DidReleaseAny(e.Ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	_, ok, err = didReleaseAny(e.ops.ForceReleaseAny(c, "h", operator.TellHolderFirst))
+	_, ok, err = locktest.DidReleaseAny(e.Ops.ForceReleaseAny(c, "h", operator.TellHolderFirst))
 	require.NoError(t, err)
 	require.False(t, ok, "a key that is not a lock is not deleted")
-	require.Equal(t, int64(1), e.rdb.Exists(c, e.key("h")).Val())
+	require.Equal(t, int64(1), e.RDB.Exists(c, e.Key("h")).Val())
 }
 
 // Holds that cannot be told are freed at once: a stock process's (no holder record), a plain
@@ -133,30 +134,30 @@ func TestForceReleaseAnyReturnsTheOwner(t *testing.T) {
 func TestHoldsThatCannotBeToldAreFreedAtOnce(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.set("stock", "stock-owner", time.Minute)
-	seen := e.seen("stock")
+	e.Set("stock", "stock-owner", time.Minute)
+	seen := e.Seen("stock")
 	require.Contains(t, operator.CannotBeTold(seen), "stock")
-	how, err := e.ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
+	how, err := e.Ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.Freed, how)
-	e.requireFree("stock")
+	e.RequireFree("stock")
 
-	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
-	seen = e.seen("plain")
+	require.NoError(t, e.P.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
+	seen = e.Seen("plain")
 	require.Contains(t, operator.CannotBeTold(seen), "not a lease")
-	how, err = e.ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
+	how, err = e.Ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.Freed, how)
-	e.requireFree("plain")
+	e.RequireFree("plain")
 
-	lease, err := e.p.AcquireLease(c, []string{"lease"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"lease"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
-	require.Empty(t, operator.CannotBeTold(e.seen("lease")), "a live lease can be told")
-	how, err = e.ops.ForceReleaseOwner(c, "lease", lease.Owner(), operator.FreeNow)
+	require.Empty(t, operator.CannotBeTold(e.Seen("lease")), "a live lease can be told")
+	how, err = e.Ops.ForceReleaseOwner(c, "lease", lease.Owner(), operator.FreeNow)
 	require.NoError(t, err)
 	require.Equal(t, operator.Freed, how)
-	e.requireFree("lease")
+	e.RequireFree("lease")
 }
 
 // A live lease is told, not deleted: its record notes the revocation, the key stays its
@@ -164,15 +165,15 @@ func TestHoldsThatCannotBeToldAreFreedAtOnce(t *testing.T) {
 func TestForceReleaseTellsALiveLease(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
-	how, err := e.ops.ForceReleaseHold(c, e.seen("k"), operator.TellHolderFirst)
+	how, err := e.Ops.ForceReleaseHold(c, e.Seen("k"), operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.HolderTold, how)
 	require.True(t, how.Done())
-	e.requireOwner("k", lease.Owner())
-	rec := e.seen("k").Record
+	e.RequireOwner("k", lease.Owner())
+	rec := e.Seen("k").Record
 	require.NotNil(t, rec)
 	require.False(t, rec.RevokedAt.IsZero(), "the record says when the hold was revoked")
 }
@@ -210,28 +211,18 @@ func TestReleaseAllWithTellsLeasesFirst(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
 	const owner = "svc"
-	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute}))
-	lease, err := e.p.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
-	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
-	e.set("other", "someone-else", time.Minute)
-	got := map[string]operator.Revocation{}
-	n, err := e.ops.ReleaseAllWith(c, owner, operator.ScanOptions{}, operator.TellHolderFirst,
-		func(l operator.Lock, how operator.Revocation) { got[l.Key] = how })
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	require.Equal(t, map[string]operator.Revocation{"plain": operator.Freed, "leased": operator.HolderTold}, got)
-	e.requireFree("plain")
-	e.requireOwner("leased", owner) // until its holder releases it
-	e.requireOwner("other", "someone-else")
+	e.HoldPlainAndLease(c, owner)
+	e.Set("other", "someone-else", time.Minute)
+	e.RequireReleaseAllTellsTheLease(c, owner)
+	e.RequireOwner("other", "someone-else")
 
-	clear(got)
-	n, err = e.ops.ReleaseAllWith(c, owner, operator.ScanOptions{}, operator.FreeNow,
+	got := map[string]operator.Revocation{}
+	n, err := e.Ops.ReleaseAllWith(c, owner, operator.ScanOptions{}, operator.FreeNow,
 		func(l operator.Lock, how operator.Revocation) { got[l.Key] = how })
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 	require.Equal(t, map[string]operator.Revocation{"leased": operator.Freed}, got)
-	e.requireFree("leased")
+	e.RequireFree("leased")
 }
 
 // ReleaseAllWith asks opts.Pace before every round trip, for every command it sends: the
@@ -239,13 +230,13 @@ func TestReleaseAllWithTellsLeasesFirst(t *testing.T) {
 func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	e.fill("mine:", "o", 250)
-	e.fill("theirs:", "x", 250)
+	e.Fill("mine:", "o", 250)
+	e.Fill("theirs:", "x", 250)
 	counter := &redistest.Recorder{}
-	e.ic.AddHook(counter)
+	e.IC.AddHook(counter)
 
 	var paced, calls int
-	n, err := e.ops.ReleaseAllWith(c, "o", operator.ScanOptions{Pace: func(_ context.Context, scans, reads int) error {
+	n, err := e.Ops.ReleaseAllWith(c, "o", operator.ScanOptions{Pace: func(_ context.Context, scans, reads int) error {
 		paced += scans + reads
 		calls++
 		return nil
@@ -257,11 +248,11 @@ func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
 	require.Equal(t, trips, calls, "Pace is asked once per round trip")
 
 	stop := errors.New("over budget")
-	e.set("mine:again", "o", 0)
-	n, err = e.ops.ReleaseAllWith(c, "o", operator.ScanOptions{Pace: func(context.Context, int, int) error { return stop }}, operator.TellHolderFirst, nil)
+	e.Set("mine:again", "o", 0)
+	n, err = e.Ops.ReleaseAllWith(c, "o", operator.ScanOptions{Pace: func(context.Context, int, int) error { return stop }}, operator.TellHolderFirst, nil)
 	require.ErrorIs(t, err, stop)
 	require.Zero(t, n)
-	e.requireOwner("mine:again", "o")
+	e.RequireOwner("mine:again", "o")
 }
 
 // A force-release that frees a key wakes the calls of every Provider waiting for it (the script
@@ -269,18 +260,18 @@ func TestReleaseAllWithPacesEveryCommand(t *testing.T) {
 func TestForceReleaseWakesWaiters(t *testing.T) {
 	for name, free := range map[string]func(t *testing.T, e *env){
 		"ForceReleaseOwner": func(t *testing.T, e *env) {
-			ok, err := didRelease(e.ops.ForceReleaseOwner(ctx(t), "k", "holder", operator.TellHolderFirst))
+			ok, err := locktest.DidRelease(e.Ops.ForceReleaseOwner(ctx(t), "k", "holder", operator.TellHolderFirst))
 			require.NoError(t, err)
 			require.True(t, ok)
 		},
 		"ForceReleaseAny": func(t *testing.T, e *env) {
-			owner, ok, err := didReleaseAny(e.ops.ForceReleaseAny(ctx(t), "k", operator.TellHolderFirst))
+			owner, ok, err := locktest.DidReleaseAny(e.Ops.ForceReleaseAny(ctx(t), "k", operator.TellHolderFirst))
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.Equal(t, "holder", owner)
 		},
 		"ReleaseAllWith": func(t *testing.T, e *env) {
-			n, err := e.ops.ReleaseAllWith(ctx(t), "holder", operator.ScanOptions{}, operator.TellHolderFirst, nil)
+			n, err := e.Ops.ReleaseAllWith(ctx(t), "holder", operator.ScanOptions{}, operator.TellHolderFirst, nil)
 			require.NoError(t, err)
 			require.Equal(t, 1, n)
 		},
@@ -297,12 +288,12 @@ func TestForceReleaseWakesWaiters(t *testing.T) {
 						}
 					}
 				})})
-			require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+			require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 			done := make(chan error, 1)
 			var wg sync.WaitGroup
 			call, cancel := context.WithCancel(t.Context())
 			wg.Go(func() {
-				done <- e.p.Acquire(call, []string{"k"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true})
+				done <- e.P.Acquire(call, []string{"k"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true})
 			})
 			t.Cleanup(func() { cancel(); wg.Wait() })
 			select {
@@ -317,7 +308,7 @@ func TestForceReleaseWakesWaiters(t *testing.T) {
 			case <-time.After(wait):
 				t.Fatalf("the waiter was not woken within %s (its backoff sleep is %s)", wait, slowBackoff)
 			}
-			e.requireOwner("k", "me")
+			e.RequireOwner("k", "me")
 		})
 	}
 }
@@ -329,15 +320,15 @@ func TestObserverHearsWhatAForceReleaseFreed(t *testing.T) {
 	c := ctx(t)
 	var mu sync.Mutex
 	var events []provider.Event
-	ops := operator.New(e.ic, &operator.Options{Namespace: e.ns, Observer: provider.ObserverFunc(func(ev provider.Event) {
+	ops := operator.New(e.IC, &operator.Options{Namespace: e.NS, Observer: provider.ObserverFunc(func(ev provider.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		events = append(events, ev)
 	})})
-	e.set("a", "o", time.Minute)
-	e.set("b", "o", time.Minute)
-	e.set("c", "x", time.Minute)
-	lease, err := e.p.AcquireLease(c, []string{"told"}, provider.LeaseOptions{Owner: "o", Expire: 30 * time.Second})
+	e.Set("a", "o", time.Minute)
+	e.Set("b", "o", time.Minute)
+	e.Set("c", "x", time.Minute)
+	lease, err := e.P.AcquireLease(c, []string{"told"}, provider.LeaseOptions{Owner: "o", Expire: 30 * time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = lease.Release(context.Background()) })
 
@@ -365,18 +356,18 @@ func TestRedisGoneGivesAClearError(t *testing.T) {
 	srv := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { _ = client.Close() })
-	ops := operator.New(client, &operator.Options{Namespace: freshNamespace(t)})
+	ops := operator.New(client, &operator.Options{Namespace: locktest.Namespace(t)})
 	srv.Stop()
 	c := ctx(t)
 	for name, call := range map[string]func() error{
 		"list": func() error { _, err := ops.List(c); return err },
 		"get":  func() error { _, _, err := ops.Get(c, "k"); return err },
 		"force release": func() error {
-			_, err := didRelease(ops.ForceReleaseOwner(c, "k", "o", operator.TellHolderFirst))
+			_, err := locktest.DidRelease(ops.ForceReleaseOwner(c, "k", "o", operator.TellHolderFirst))
 			return err
 		},
 		"force any": func() error {
-			_, _, err := didReleaseAny(ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
+			_, _, err := locktest.DidReleaseAny(ops.ForceReleaseAny(c, "k", operator.TellHolderFirst))
 			return err
 		},
 		"release all": func() error {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 	"github.com/stretchr/testify/require"
 )
@@ -12,8 +13,8 @@ import (
 func TestAcquireNoKeysIsANoOp(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := record(e)
-	require.NoError(t, e.p.Acquire(ctx(t), nil, provider.AcquireOptions{}))
-	require.NoError(t, e.p.Acquire(ctx(t), []string{}, provider.AcquireOptions{AwaitQueue: true}))
+	require.NoError(t, e.P.Acquire(ctx(t), nil, provider.AcquireOptions{}))
+	require.NoError(t, e.P.Acquire(ctx(t), []string{}, provider.AcquireOptions{AwaitQueue: true}))
 	require.Empty(t, rec.of("acquire"))
 }
 
@@ -21,12 +22,12 @@ func TestAcquireNoKeysIsANoOp(t *testing.T) {
 func TestAcquireDuplicateKeysWithDefaultOwner(t *testing.T) {
 	e := newEnv(t, nil)
 	for _, await := range []bool{false, true} {
-		require.NoError(t, e.p.Acquire(ctx(t), []string{"k", "k"}, provider.AcquireOptions{AwaitQueue: await}))
-		e.requireOwner("k", "*")
-		ok, err := e.p.Release(ctx(t), []string{"k", "k"}, "")
+		require.NoError(t, e.P.Acquire(ctx(t), []string{"k", "k"}, provider.AcquireOptions{AwaitQueue: await}))
+		e.RequireOwner("k", "*")
+		ok, err := e.P.Release(ctx(t), []string{"k", "k"}, "")
 		require.NoError(t, err)
 		require.True(t, ok)
-		e.requireFree("k")
+		e.RequireFree("k")
 	}
 }
 
@@ -35,31 +36,31 @@ func TestAcquireDuplicateKeysWithDefaultOwner(t *testing.T) {
 func TestAcquireOrderIsStable(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := record(e)
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"c", "a", "b"}, provider.AcquireOptions{Owner: "o"}))
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"c", "a", "b"}, provider.AcquireOptions{Owner: "o"}))
 	var keys []string
 	for _, c := range rec.of("acquire") {
 		keys = append(keys, c.Key)
 	}
-	require.Equal(t, []string{e.key("a"), e.key("b"), e.key("c")}, keys)
-	_, _ = e.p.Release(ctx(t), []string{"a", "b", "c"}, "o")
+	require.Equal(t, []string{e.Key("a"), e.Key("b"), e.Key("c")}, keys)
+	_, _ = e.P.Release(ctx(t), []string{"a", "b", "c"}, "o")
 
-	e.set("b", "x", 0)
-	e.set("c", "y", 0)
-	err := e.p.Acquire(ctx(t), []string{"c", "a", "b"}, provider.AcquireOptions{Owner: "o"})
+	e.Set("b", "x", 0)
+	e.Set("c", "y", 0)
+	err := e.P.Acquire(ctx(t), []string{"c", "a", "b"}, provider.AcquireOptions{Owner: "o"})
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("c"))
-	err = e.p.Acquire(ctx(t), []string{"a", "b", "c"}, provider.AcquireOptions{Owner: "o"})
+	err = e.P.Acquire(ctx(t), []string{"a", "b", "c"}, provider.AcquireOptions{Owner: "o"})
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("b"))
-	e.requireFree("a")
+	e.RequireFree("a")
 }
 
 func TestAcquireMultiKeyTakesEveryKey(t *testing.T) {
 	e := newEnv(t, nil)
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Expire: 30 * time.Second}))
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Expire: 30 * time.Second}))
 	for _, k := range []string{"a", "b"} {
-		e.requireOwner(k, "o")
+		e.RequireOwner(k, "o")
 		require.Equal(t, int64(30), e.ttl(k))
 	}
-	ok, err := e.p.Release(ctx(t), []string{"a", "b"}, "o")
+	ok, err := e.P.Release(ctx(t), []string{"a", "b"}, "o")
 	require.NoError(t, err)
 	require.True(t, ok)
 }
@@ -67,21 +68,21 @@ func TestAcquireMultiKeyTakesEveryKey(t *testing.T) {
 func TestAwaitQueueGetsTheKeyOnceReleased(t *testing.T) {
 	w := &waker{}
 	e := newEnv(t, &provider.Options{Waker: w})
-	e.set("k", "holder", 0)
+	e.Set("k", "holder", 0)
 	w.onWait = func(n int) {
 		if n == 3 {
-			ok, err := e.p.Release(context.Background(), []string{"k"}, "holder")
+			ok, err := e.P.Release(context.Background(), []string{"k"}, "holder")
 			if err != nil || !ok {
 				panic("holder could not release")
 			}
 		}
 	}
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true, Expire: 5 * time.Second}))
-	e.requireOwner("k", "me")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true, Expire: 5 * time.Second}))
+	e.RequireOwner("k", "me")
 	require.Equal(t, int64(5), e.ttl("k"))
 	waits, keys := w.recorded()
 	require.Len(t, waits, 3)
-	require.Equal(t, []string{e.key("k"), e.key("k"), e.key("k")}, keys, "the Waker is told the Redis key")
+	require.Equal(t, []string{e.Key("k"), e.Key("k"), e.Key("k")}, keys, "the Waker is told the Redis key")
 }
 
 // A cancelled context ends the wait even when the backoff is an hour long, gives back the keys
@@ -94,14 +95,14 @@ func TestAwaitQueueCancelReturnsPromptlyAndGivesBack(t *testing.T) {
 		}
 	})
 	e := newEnv(t, &provider.Options{DefaultRetryInterval: time.Hour, MaximumRetryInterval: time.Hour, Observer: obs})
-	e.set("b", "other", 0)
+	e.Set("b", "other", 0)
 	c, cancel := context.WithCancel(ctx(t))
 	done := make(chan error, 1)
 	go func() {
-		done <- e.p.Acquire(c, []string{"a", "b"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true})
+		done <- e.P.Acquire(c, []string{"a", "b"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true})
 	}()
 	<-waiting
-	e.requireOwner("a", "me")
+	e.RequireOwner("a", "me")
 	cancel()
 	var err error
 	select {
@@ -111,8 +112,8 @@ func TestAwaitQueueCancelReturnsPromptlyAndGivesBack(t *testing.T) {
 	}
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("b"))
 	require.ErrorIs(t, err, context.Canceled)
-	e.requireFree("a")
-	e.requireOwner("b", "other")
+	e.RequireFree("a")
+	e.RequireOwner("b", "other")
 }
 
 func TestAcquireWithCancelledContext(t *testing.T) {
@@ -120,10 +121,10 @@ func TestAcquireWithCancelledContext(t *testing.T) {
 	c, cancel := context.WithCancel(ctx(t))
 	cancel()
 	for _, await := range []bool{false, true} {
-		err := e.p.Acquire(c, []string{"a", "b"}, provider.AcquireOptions{Owner: "o", AwaitQueue: await})
+		err := e.P.Acquire(c, []string{"a", "b"}, provider.AcquireOptions{Owner: "o", AwaitQueue: await})
 		require.ErrorIs(t, err, context.Canceled)
-		e.requireFree("a")
-		e.requireFree("b")
+		e.RequireFree("a")
+		e.RequireFree("b")
 	}
 }
 
@@ -158,16 +159,16 @@ func TestBackoffJitterGrowthAndCap(t *testing.T) {
 			for range 20 { // jitter is random: check many draws
 				w := &waker{}
 				opts := c.opts
-				opts.Waker, opts.Namespace = w, e.ns
-				p := newProvider(t, e.pc, &opts)
-				e.set("k", "holder", 0)
+				opts.Waker, opts.Namespace = w, e.NS
+				p := locktest.NewProvider(t, e.PC, &opts)
+				e.Set("k", "holder", 0)
 				w.onWait = func(n int) {
 					if n == len(c.want) {
-						e.rdb.Del(context.Background(), e.key("k"))
+						e.RDB.Del(context.Background(), e.Key("k"))
 					}
 				}
 				require.NoError(t, p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true}))
-				e.rdb.Del(context.Background(), e.key("k"))
+				e.RDB.Del(context.Background(), e.Key("k"))
 				waits, _ := w.recorded()
 				require.Len(t, waits, len(c.want))
 				for i, b := range c.want {
@@ -185,14 +186,14 @@ func TestBackoffJitterGrowthAndCap(t *testing.T) {
 func TestBackoffIsSharedByTheKeysOfOneCall(t *testing.T) {
 	w := &waker{}
 	e := newEnv(t, &provider.Options{Waker: w, DefaultRetryInterval: 100 * time.Millisecond})
-	e.set("a", "holder", 0)
-	e.set("b", "holder", 0)
+	e.Set("a", "holder", 0)
+	e.Set("b", "holder", 0)
 	w.onWait = func(n int) {
-		e.rdb.Del(context.Background(), e.key([]string{"a", "b"}[n-1]))
+		e.RDB.Del(context.Background(), e.Key([]string{"a", "b"}[n-1]))
 	}
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true}))
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true}))
 	waits, keys := w.recorded()
-	require.Equal(t, []string{e.key("a"), e.key("b")}, keys)
+	require.Equal(t, []string{e.Key("a"), e.Key("b")}, keys)
 	require.GreaterOrEqual(t, waits[1], 100*time.Millisecond)
 	require.LessOrEqual(t, waits[1], 200*time.Millisecond)
 }

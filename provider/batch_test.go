@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
@@ -57,7 +58,7 @@ func TestConcurrentCallsShareAPipelineAndAQueuedCallThatGivesUpSendsNothing(t *t
 	sent := &redistest.Recorder{}
 	client.AddHook(sent)
 	e := newEnvOn(t, srv, nil)
-	p := newProvider(t, client, &provider.Options{Namespace: e.ns})
+	p := locktest.NewProvider(t, client, &provider.Options{Namespace: e.NS})
 	require.NoError(t, p.Acquire(ctx(t), []string{"warm-up"}, provider.AcquireOptions{})) // loads the script
 	rdb := srv.Client(t)
 	require.NoError(t, rdb.Do(ctx(t), "CLIENT", "PAUSE", "60000", "WRITE").Err())
@@ -91,9 +92,9 @@ func TestConcurrentCallsShareAPipelineAndAQueuedCallThatGivesUpSendsNothing(t *t
 	require.False(t, errors.Is(queuedErr, provider.ErrOutcomeUnknown), "nothing was sent: %v", queuedErr)
 	for i, err := range errs {
 		require.NoError(t, err, "acquire k%d", i)
-		e.requireOwner("k"+strconv.Itoa(i), provider.DefaultOwner)
+		e.RequireOwner("k"+strconv.Itoa(i), provider.DefaultOwner)
 	}
-	e.requireFree("gave-up")
+	e.RequireFree("gave-up")
 	sizes := tripSizes(sent, before)
 	require.Contains(t, sizes, 5, "the five queued calls went out in one pipeline: %v", sizes)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
@@ -46,7 +47,7 @@ func BenchmarkExecute(b *testing.B) {
 			b.Cleanup(func() { _ = client.Close() })
 			trips := &redistest.Recorder{CountOnly: true}
 			client.AddHook(trips)
-			p := newProvider(b, client, &provider.Options{Namespace: "bench:", Logger: slog.New(slog.DiscardHandler)})
+			p := locktest.NewProvider(b, client, &provider.Options{Namespace: "bench:", Logger: slog.New(slog.DiscardHandler)})
 			job := func(context.Context) error { return nil }
 			ctx := b.Context()
 			var warm sync.WaitGroup

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -24,22 +25,22 @@ import (
 func TestFailedQueuedAcquireKeepsALaterReentryBySameOwner(t *testing.T) {
 	reentries := map[string]func(e *env){
 		"our provider": func(e *env) {
-			other := newProvider(t, e.pc, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
-			require.NoError(e.t, other.Acquire(ctx(e.t), []string{"a"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
+			other := locktest.NewProvider(t, e.PC, &provider.Options{Namespace: e.NS, Logger: slog.New(slog.DiscardHandler)})
+			require.NoError(e.T, other.Acquire(ctx(e.T), []string{"a"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute}))
 		},
 		"stock": func(e *env) {
-			require.NoError(e.t, e.rdb.Do(ctx(e.t), "SET", e.key("a"), "o", "XX", "EX", 60).Err())
+			require.NoError(e.T, e.RDB.Do(ctx(e.T), "SET", e.Key("a"), "o", "XX", "EX", 60).Err())
 		},
 	}
 	for name, reenter := range reentries {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
-			e.set("a", "o", 500*time.Millisecond) // the owner's lock, about to expire
-			e.set("b", "other", 0)
+			e.Set("a", "o", 500*time.Millisecond) // the owner's lock, about to expire
+			e.Set("b", "other", 0)
 			call, cancel := context.WithCancel(ctx(t))
 			done := make(chan error, 1)
 			go func() {
-				done <- e.p.Acquire(call, []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute, AwaitQueue: true})
+				done <- e.P.Acquire(call, []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute, AwaitQueue: true})
 			}()
 			// The queued call has re-entered "a" (TTL 60 s) and waits for "b".
 			require.Eventually(t, func() bool { return e.ttl("a") > 50 }, wait, poll)
@@ -52,7 +53,7 @@ func TestFailedQueuedAcquireKeepsALaterReentryBySameOwner(t *testing.T) {
 			time.Sleep(600 * time.Millisecond)
 			cancel()
 			require.ErrorIs(t, <-done, provider.ErrNotAcquired)
-			e.requireOwner("a", "o")
+			e.RequireOwner("a", "o")
 			require.Greater(t, e.ttl("a"), int64(50), "the later re-entry keeps its 60 s")
 		})
 	}
@@ -61,15 +62,15 @@ func TestFailedQueuedAcquireKeepsALaterReentryBySameOwner(t *testing.T) {
 // Without a later re-entry, the same failed call puts the owner's lock back as it was.
 func TestFailedQueuedAcquirePutsBackWhatItReentered(t *testing.T) {
 	e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
-	e.set("a", "o", 100*time.Second)
-	e.set("b", "other", 0)
+	e.Set("a", "o", 100*time.Second)
+	e.Set("b", "other", 0)
 	call, cancel := context.WithTimeout(ctx(t), 200*time.Millisecond)
 	defer cancel()
-	err := e.p.Acquire(call, []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute, AwaitQueue: true})
+	err := e.P.Acquire(call, []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute, AwaitQueue: true})
 	require.ErrorIs(t, err, provider.ErrNotAcquired)
-	e.requireOwner("a", "o")
+	e.RequireOwner("a", "o")
 	require.InDelta(t, 100, e.ttl("a"), 1, "the TTL the owner had")
-	n, err := e.rdb.Exists(ctx(t), provider.RecordKey(e.key("a"))).Result()
+	n, err := e.RDB.Exists(ctx(t), provider.RecordKey(e.Key("a"))).Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "a lock set without a record gets no record back")
 }
@@ -80,19 +81,19 @@ func TestFailedQueuedAcquirePutsBackWhatItReentered(t *testing.T) {
 func TestLostReleaseReplyIsNeverResent(t *testing.T) {
 	noLeaks(t)
 	e, px := proxiedEnv(t, provider.Options{})
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{}))
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{}))
 	var other sync.WaitGroup
 	px.LoseReplyTo([]byte(shaOf("release")), func() {
 		// The release ran; before its reply arrives, another process takes the key as "*".
 		other.Go(func() {
-			require.NoError(t, e.rdb.SetNX(context.Background(), e.key("k"), "*", 0).Err())
+			require.NoError(t, e.RDB.SetNX(context.Background(), e.Key("k"), "*", 0).Err())
 		})
 		other.Wait()
 	})
-	_, err := e.p.Release(ctx(t), []string{"k"}, "")
+	_, err := e.P.Release(ctx(t), []string{"k"}, "")
 	require.ErrorIs(t, err, provider.ErrOutcomeUnknown)
 	require.Equal(t, 1, px.LostReplies())
-	e.requireOwner("k", "*") // the other process's lock
+	e.RequireOwner("k", "*") // the other process's lock
 }
 
 // Defect: an anonymous Acquire whose reply was lost left "*" held forever when go-redis resent
@@ -102,41 +103,41 @@ func TestLostAnonymousAcquireReplyLeavesNothingBehind(t *testing.T) {
 	noLeaks(t)
 	e, px := proxiedEnv(t, provider.Options{})
 	px.LoseReplyTo([]byte(shaOf("acquire")), nil)
-	err := e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{})
+	err := e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{})
 	require.Equal(t, 1, px.LostReplies())
 	if err == nil {
-		e.requireOwner("k", "*") // the caller learned that it holds the key
+		e.RequireOwner("k", "*") // the caller learned that it holds the key
 		return
 	}
 	require.ErrorIs(t, err, provider.ErrNotAcquired)
-	e.requireFree("k")
+	e.RequireFree("k")
 }
 
 func TestSettleTellsWhetherAClaimHoldsItsKeys(t *testing.T) {
 	e := newEnv(t, nil)
-	taken, err := e.p.AcquireTokens(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Claim: "c1"})
+	taken, err := e.P.AcquireTokens(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", Claim: "c1"})
 	require.NoError(t, err)
 
-	held, err := e.p.Settle(ctx(t), []string{"b", "a"}, "o", "c1")
+	held, err := e.P.Settle(ctx(t), []string{"b", "a"}, "o", "c1")
 	require.NoError(t, err)
 	require.True(t, held, "c1 took both keys")
-	tokens, err := e.p.SettleTokens(ctx(t), []string{"b", "a"}, "o", "c1")
+	tokens, err := e.P.SettleTokens(ctx(t), []string{"b", "a"}, "o", "c1")
 	require.NoError(t, err)
 	require.Equal(t, taken, tokens, "a settled acquisition gets the tokens its grant had")
 
-	held, err = e.p.Settle(ctx(t), []string{"a"}, "o", "c2")
+	held, err = e.P.Settle(ctx(t), []string{"a"}, "o", "c2")
 	require.NoError(t, err)
 	require.False(t, held, "c2 never ran")
-	e.requireOwner("a", "o") // and c1's lock is untouched
+	e.RequireOwner("a", "o") // and c1's lock is untouched
 
 	// A claim that holds only some of its keys (its caller died half-way) is undone.
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"c"}, provider.AcquireOptions{Owner: "p", Claim: "c3"}))
-	tokens, err = e.p.SettleTokens(ctx(t), []string{"c", "d"}, "p", "c3")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"c"}, provider.AcquireOptions{Owner: "p", Claim: "c3"}))
+	tokens, err = e.P.SettleTokens(ctx(t), []string{"c", "d"}, "p", "c3")
 	require.NoError(t, err)
 	require.Nil(t, tokens, "not held: no tokens")
-	e.requireFree("c")
+	e.RequireFree("c")
 
-	_, err = e.p.Settle(ctx(t), []string{"a"}, "o", "")
+	_, err = e.P.Settle(ctx(t), []string{"a"}, "o", "")
 	require.ErrorIs(t, err, provider.ErrInvalidArgument)
 }
 
@@ -158,13 +159,13 @@ func TestAcquireThatCannotBeUndoneReportsUnknownOutcome(t *testing.T) {
 		}
 		return nil
 	})
-	err := e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{})
+	err := e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{})
 	require.ErrorIs(t, err, provider.ErrOutcomeUnknown)
 	require.ErrorContains(t, err, `"k" may still be held by "*"`)
 
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	p := newProvider(t, client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
+	p := locktest.NewProvider(t, client, &provider.Options{Namespace: e.NS, Logger: slog.New(slog.DiscardHandler)})
 	_, err = p.Release(ctx(t), []string{"k"}, "")
 	require.Error(t, err)
 	require.False(t, errors.Is(err, provider.ErrOutcomeUnknown), "a release that never reached Redis did not run: %v", err)
@@ -176,7 +177,7 @@ func TestAcquireThatCannotBeUndoneReportsUnknownOutcome(t *testing.T) {
 func TestAcquireThatNeverReachedRedisHasAKnownOutcome(t *testing.T) {
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { _ = down.Close() })
-	p := newProvider(t, down, &provider.Options{Logger: slog.New(slog.DiscardHandler)})
+	p := locktest.NewProvider(t, down, &provider.Options{Logger: slog.New(slog.DiscardHandler)})
 	for _, await := range []bool{false, true} {
 		err := p.Acquire(ctx(t), []string{"a", "b"}, provider.AcquireOptions{Owner: "o", AwaitQueue: await})
 		require.Error(t, err)
@@ -192,25 +193,25 @@ func TestAcquireThatNeverReachedRedisHasAKnownOutcome(t *testing.T) {
 // holds nothing of the call. The keys it did take are given back.
 func TestAcquireFailingOnAKeyOfAnotherTypeHasAKnownOutcome(t *testing.T) {
 	e := newEnv(t, nil)
-	require.NoError(t, e.rdb.RPush(ctx(t), e.key("list"), "x").Err())
-	err := e.p.Acquire(ctx(t), []string{"a", "list"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute})
+	require.NoError(t, e.RDB.RPush(ctx(t), e.Key("list"), "x").Err())
+	err := e.P.Acquire(ctx(t), []string{"a", "list"}, provider.AcquireOptions{Owner: "o", Expire: time.Minute})
 	require.Error(t, err)
 	require.NotErrorIs(t, err, provider.ErrOutcomeUnknown, "%v", err)
-	_, held := e.owner("a")
+	_, held := e.Owner("a")
 	require.False(t, held, "the key the call took is given back")
 }
 
 // Abandon stops the renewal and deletes nothing: the keys expire with their TTL.
 func TestAbandonedLeaseKeepsItsKeysUntilTheyExpire(t *testing.T) {
 	e := newEnv(t, nil)
-	l, err := e.p.AcquireLease(ctx(t), []string{"a"}, provider.LeaseOptions{Expire: 2 * time.Second})
+	l, err := e.P.AcquireLease(ctx(t), []string{"a"}, provider.LeaseOptions{Expire: 2 * time.Second})
 	require.NoError(t, err)
 	l.Abandon()
 	awaitDone(t, l)
-	e.requireOwner("a", l.Owner())
+	e.RequireOwner("a", l.Owner())
 	released, err := l.Release(ctx(t))
 	require.NoError(t, err)
 	require.False(t, released)
-	e.requireOwner("a", l.Owner())
-	require.Eventually(t, func() bool { _, held := e.owner("a"); return !held }, wait, poll, "the key expires")
+	e.RequireOwner("a", l.Owner())
+	require.Eventually(t, func() bool { _, held := e.Owner("a"); return !held }, wait, poll, "the key expires")
 }

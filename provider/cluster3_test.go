@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
@@ -20,7 +21,7 @@ func TestClusterOfThreeKeepsSideKeysInTheLocksSlot(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
 	cl, nodes := cluster.Client(t), cluster.NodeClients(t)
 	const ns = "c3:"
-	p := newProvider(t, cl, &provider.Options{Namespace: ns, FairQueue: true, Holder: provider.Holder{Program: "c3"}})
+	p := locktest.NewProvider(t, cl, &provider.Options{Namespace: ns, FairQueue: true, Holder: provider.Holder{Program: "c3"}})
 	c := ctx(t)
 	var keys []string
 	for i := range 30 {

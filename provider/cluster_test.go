@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
@@ -17,7 +18,7 @@ func TestClusterWalksEveryMaster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, 2)
 	cl, nodes := cluster.Client(t), cluster.NodeClients(t)
-	p := newProvider(t, cl, &provider.Options{Namespace: "cluster:"})
+	p := locktest.NewProvider(t, cl, &provider.Options{Namespace: "cluster:"})
 	c := ctx(t)
 	var keys []string
 	for i := range 60 {

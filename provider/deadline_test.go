@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/internal/testsupport/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
@@ -21,7 +22,7 @@ func TestLeaseIsLostAtItsDeadlineWhileRedisStalls(t *testing.T) {
 	e := newEnvOn(t, srv, nil)
 	const expire = 2 * time.Second
 	started := time.Now()
-	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: expire})
+	l, err := e.P.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: expire})
 	require.NoError(t, err)
 	returned := time.Now()
 	defer func() { _, _ = l.Release(context.Background()) }()
@@ -47,7 +48,7 @@ func TestLeaseIsLostAtItsDeadlineWhileRedisStalls(t *testing.T) {
 // A confirmed renewal moves the deadline: a healthy lease is never lost.
 func TestLeaseDeadlineMovesWithEveryConfirmedRenewal(t *testing.T) {
 	e := newEnv(t, nil)
-	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Second})
+	l, err := e.P.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Second})
 	require.NoError(t, err)
 	defer func() { _, _ = l.Release(context.Background()) }()
 	first := l.Deadline()
@@ -64,10 +65,10 @@ func TestLeaseDeadlineMovesWithEveryConfirmedRenewal(t *testing.T) {
 func TestLeaseIsLostAtOnceWhenRedisRestarts(t *testing.T) {
 	srv := redistest.Start(t)
 	e := newEnvOn(t, srv, nil)
-	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Minute})
+	l, err := e.P.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Minute})
 	require.NoError(t, err)
 	defer func() { _, _ = l.Release(context.Background()) }()
-	require.Eventually(t, func() bool { return provider.EpochKnown(e.p) }, wait, poll)
+	require.Eventually(t, func() bool { return provider.EpochKnown(e.P) }, wait, poll)
 	srv.Restart(t, 0)
 	restarted := time.Now()
 	select {
@@ -101,7 +102,7 @@ func TestLeaseIsNeverGrantedLate(t *testing.T) {
 			proxy := faultproxy.StartT(t, srv.Addr)
 			pc := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 10 * time.Second})
 			t.Cleanup(func() { _ = pc.Close() })
-			p := newProvider(t, pc, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
+			p := locktest.NewProvider(t, pc, &provider.Options{Namespace: locktest.Namespace(t), Logger: slog.New(slog.DiscardHandler)})
 			warmUpLease(t, p)
 			proxy.Delay(faultproxy.Downstream, tc.delay) // within the give-back bound
 			l, err := p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: expire, Timeout: 3 * time.Second})

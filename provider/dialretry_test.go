@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/testsupport/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
@@ -21,8 +22,8 @@ func TestAcquireCutAfterItRanAndThenRefusedIsNotAKnownFailure(t *testing.T) {
 	proxy := faultproxy.StartT(t, srv.Addr)
 	pc := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
 	t.Cleanup(func() { _ = pc.Close() })
-	ns := freshNamespace(t)
-	p := newProvider(t, pc, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)})
+	ns := locktest.Namespace(t)
+	p := locktest.NewProvider(t, pc, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, p.Acquire(ctx(t), []string{"warm-up"}, provider.AcquireOptions{Owner: "w"})) // scripts loaded
 	proxy.LoseReplyTo([]byte("cut-owner"), func() { proxy.Refuse(true) })
 	err := p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "cut-owner"})

@@ -38,8 +38,8 @@ func TestAServerChangeBeforeTheFirstProbeIsNoticed(t *testing.T) {
 			gate.BeforeSend(holdInfo) // the probes that follow the acquisition wait for the gate
 		}
 	})})
-	e.pc.AddHook(gate)
-	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Minute})
+	e.PC.AddHook(gate)
+	l, err := e.P.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Minute})
 	require.NoError(t, err)
 	defer func() { _, _ = l.Release(context.Background()) }()
 	srv.Restart(t, 0)
@@ -63,12 +63,12 @@ func TestALeaseWhoseWaitSawTheServerChangeIsTakenAgain(t *testing.T) {
 	e = newEnv(t, &provider.Options{Logger: logs.logger(), Observer: provider.ObserverFunc(func(ev provider.Event) {
 		if ev.Kind == provider.EventWaiting && !changed {
 			changed = true
-			provider.NoteServerChange(e.p)
-			e.rdb.Del(context.Background(), e.key("k")) // the holder's lock goes: the wait takes the key next
+			provider.NoteServerChange(e.P)
+			e.RDB.Del(context.Background(), e.Key("k")) // the holder's lock goes: the wait takes the key next
 		}
 	})})
-	e.set("k", "holder", 0)
-	l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Minute, Timeout: 5 * time.Second})
+	e.Set("k", "holder", 0)
+	l, err := e.P.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Expire: time.Minute, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	defer func() { _, _ = l.Release(context.Background()) }()
 	require.NoError(t, l.Err(), "the lease taken again is watched against the server it was taken on")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
@@ -15,10 +16,10 @@ import (
 
 func TestConflictErrorsMatchOnlyTheirKind(t *testing.T) {
 	e := newEnv(t, &provider.Options{WaitLockingTimeout: 50 * time.Millisecond})
-	e.set("k", "holder", 0)
+	e.Set("k", "holder", 0)
 
-	notAcquired := e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o"})
-	timedOut := e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{})
+	notAcquired := e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o"})
+	timedOut := e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{})
 	for _, c := range []struct {
 		err  error
 		kind error
@@ -41,17 +42,17 @@ func TestConflictErrorsMatchOnlyTheirKind(t *testing.T) {
 // never as a conflict.
 func TestRedisErrorsAreWrappedNotConflicts(t *testing.T) {
 	e := newEnv(t, nil)
-	require.NoError(t, e.rdb.HSet(ctx(t), e.key("h"), "f", "v").Err())
+	require.NoError(t, e.RDB.HSet(ctx(t), e.Key("h"), "f", "v").Err())
 	for _, await := range []bool{false, true} {
-		err := e.p.Acquire(ctx(t), []string{"a", "h"}, provider.AcquireOptions{Owner: "o", AwaitQueue: await})
+		err := e.P.Acquire(ctx(t), []string{"a", "h"}, provider.AcquireOptions{Owner: "o", AwaitQueue: await})
 		require.Error(t, err)
 		require.ErrorContains(t, err, "WRONGTYPE")
 		require.ErrorContains(t, err, `"h"`)
 		var ce *provider.ConflictError
 		require.False(t, errors.As(err, &ce))
-		e.requireFree("a")
+		e.RequireFree("a")
 	}
-	_, err := e.p.Release(ctx(t), []string{"h"}, "o")
+	_, err := e.P.Release(ctx(t), []string{"h"}, "o")
 	require.ErrorContains(t, err, "WRONGTYPE")
 }
 
@@ -62,20 +63,20 @@ func TestRedisErrorsAreWrappedNotConflicts(t *testing.T) {
 func fastFail(t *testing.T, srv *redistest.Server, opts provider.Options) *provider.Provider {
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialerRetries: 1})
 	t.Cleanup(func() { _ = client.Close() })
-	opts.Namespace = freshNamespace(t)
-	return newProvider(t, client, &opts)
+	opts.Namespace = locktest.Namespace(t)
+	return locktest.NewProvider(t, client, &opts)
 }
 
 func TestRedisGoneGivesAClearError(t *testing.T) {
 	srv := redistest.Start(t)
-	e := &env{p: fastFail(t, srv, provider.Options{})}
+	p := fastFail(t, srv, provider.Options{})
 	srv.Stop()
 	c := ctx(t)
 	checks := map[string]func() error{
-		"acquire": func() error { return e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{}) },
-		"release": func() error { _, err := e.p.Release(c, []string{"k"}, ""); return err },
+		"acquire": func() error { return p.Acquire(c, []string{"k"}, provider.AcquireOptions{}) },
+		"release": func() error { _, err := p.Release(c, []string{"k"}, ""); return err },
 		"release all": func() error {
-			_, err := e.p.ReleaseAll(c, "")
+			_, err := p.ReleaseAll(c, "")
 			return err
 		},
 	}
@@ -99,10 +100,10 @@ func TestRedisGoneCallsEndWithTheirContext(t *testing.T) {
 	srv.Stop()
 	calls := map[string]func(context.Context) error{
 		"acquire queued": func(c context.Context) error {
-			return e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{AwaitQueue: true})
+			return e.P.Acquire(c, []string{"k"}, provider.AcquireOptions{AwaitQueue: true})
 		},
 		"execute": func(c context.Context) error {
-			return e.p.Execute(c, []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{Timeout: time.Hour})
+			return e.P.Execute(c, []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{Timeout: time.Hour})
 		},
 	}
 	for name, call := range calls {

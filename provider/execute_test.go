@@ -21,13 +21,13 @@ func TestExecuteReturnsTheJobsErrorUnchanged(t *testing.T) {
 	wrapped := fmt.Errorf("buy: %w", sentinel)
 	typed := &jobError{code: 7}
 	for _, want := range []error{sentinel, wrapped, typed} {
-		err := e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { return want }, provider.ExecuteOptions{})
+		err := e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error { return want }, provider.ExecuteOptions{})
 		require.True(t, err == want, "Execute returned %v, want the job's own error", err)
-		e.requireFree("k")
+		e.RequireFree("k")
 	}
-	err := e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { return wrapped }, provider.ExecuteOptions{})
+	err := e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error { return wrapped }, provider.ExecuteOptions{})
 	require.ErrorIs(t, err, sentinel, "errors.Is sees through the job's own wrapping")
-	err = e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { return typed }, provider.ExecuteOptions{})
+	err = e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error { return typed }, provider.ExecuteOptions{})
 	var je *jobError
 	require.ErrorAs(t, err, &je)
 	require.Equal(t, 7, je.code)
@@ -35,32 +35,32 @@ func TestExecuteReturnsTheJobsErrorUnchanged(t *testing.T) {
 
 func TestExecuteHoldsEveryKeyWhileTheJobRuns(t *testing.T) {
 	e := newEnv(t, nil)
-	err := e.p.Execute(ctx(t), []string{"b", "a", "b"}, func(context.Context) error {
-		a, okA := e.owner("a")
-		b, okB := e.owner("b")
+	err := e.P.Execute(ctx(t), []string{"b", "a", "b"}, func(context.Context) error {
+		a, okA := e.Owner("a")
+		b, okB := e.Owner("b")
 		require.True(t, okA && okB)
 		require.Equal(t, a, b, "one owner for every key")
 		require.Regexp(t, executeOwner, a)
 		return nil
 	}, provider.ExecuteOptions{})
 	require.NoError(t, err, "a key named twice does not block on itself")
-	e.requireFree("a")
-	e.requireFree("b")
+	e.RequireFree("a")
+	e.RequireFree("b")
 }
 
 func TestExecuteRejectsBadArguments(t *testing.T) {
 	e := newEnv(t, nil)
-	err := e.p.Execute(ctx(t), nil, func(context.Context) error { return nil }, provider.ExecuteOptions{})
+	err := e.P.Execute(ctx(t), nil, func(context.Context) error { return nil }, provider.ExecuteOptions{})
 	require.ErrorIs(t, err, provider.ErrInvalidArgument)
-	err = e.p.Execute(ctx(t), []string{"k"}, nil, provider.ExecuteOptions{})
+	err = e.P.Execute(ctx(t), []string{"k"}, nil, provider.ExecuteOptions{})
 	require.ErrorIs(t, err, provider.ErrInvalidArgument)
 	ran := false
-	err = e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { ran = true; return nil },
+	err = e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error { ran = true; return nil },
 		provider.ExecuteOptions{Expire: provider.NoExpiry})
 	require.ErrorIs(t, err, provider.ErrInvalidArgument, "a lease always expires")
 	require.ErrorContains(t, err, "NoExpiry is for Acquire only")
 	require.False(t, ran)
-	e.requireFree("k")
+	e.RequireFree("k")
 }
 
 // A job that panics still gives its keys back (and its lease stops renewing).
@@ -68,23 +68,23 @@ func TestExecuteReleasesWhenTheJobPanics(t *testing.T) {
 	noLeaks(t)
 	e := newEnv(t, nil)
 	require.PanicsWithValue(t, "job exploded", func() {
-		_ = e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { panic("job exploded") }, provider.ExecuteOptions{})
+		_ = e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error { panic("job exploded") }, provider.ExecuteOptions{})
 	})
-	e.requireFree("k")
+	e.RequireFree("k")
 }
 
 func TestExecuteTimeoutGivesBackEveryKeyItTook(t *testing.T) {
 	e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
 	rec := record(e)
-	e.set("b", "another-owner", 0)
-	err := e.p.Execute(ctx(t), []string{"c", "b", "a"}, func(context.Context) error {
+	e.Set("b", "another-owner", 0)
+	err := e.P.Execute(ctx(t), []string{"c", "b", "a"}, func(context.Context) error {
 		t.Error("the job must not run")
 		return nil
 	}, provider.ExecuteOptions{Timeout: 200 * time.Millisecond})
 	conflict(t, err, provider.ErrTimedOut, timedOutMsg)
-	e.requireFree("a")
-	e.requireFree("c")
-	e.requireOwner("b", "another-owner")
+	e.RequireFree("a")
+	e.RequireFree("c")
+	e.RequireOwner("b", "another-owner")
 	require.Equal(t, int64(-1), e.ttl("b"))
 
 	acquires := rec.of("acquire")
@@ -100,8 +100,8 @@ func TestExecuteTimeoutGivesBackEveryKeyItTook(t *testing.T) {
 
 func TestExecuteDefaultTimeoutIsWaitLockingTimeout(t *testing.T) {
 	e := newEnv(t, &provider.Options{WaitLockingTimeout: 100 * time.Millisecond})
-	e.set("k", "holder", 0)
-	err := e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{})
+	e.Set("k", "holder", 0)
+	err := e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{})
 	conflict(t, err, provider.ErrTimedOut, timedOutMsg)
 }
 
@@ -123,11 +123,11 @@ func TestExecuteTimeoutDuringAnAttemptIsATimeout(t *testing.T) {
 		}
 		return nil
 	})
-	err := e.p.Execute(ctx(t), []string{"a", "b"}, func(context.Context) error { return nil },
+	err := e.P.Execute(ctx(t), []string{"a", "b"}, func(context.Context) error { return nil },
 		provider.ExecuteOptions{Timeout: 100 * time.Millisecond})
 	conflict(t, err, provider.ErrTimedOut, timedOutMsg)
-	e.requireFree("a")
-	e.requireFree("b")
+	e.RequireFree("a")
+	e.RequireFree("b")
 	require.Empty(t, rec.of("acquire"), "no acquisition was sent")
 	callOwner := <-owner
 	for _, c := range rec.of("giveback") {
@@ -143,11 +143,11 @@ func TestExecuteCancelWhileWaiting(t *testing.T) {
 		}
 	})
 	e := newEnv(t, &provider.Options{DefaultRetryInterval: time.Hour, MaximumRetryInterval: time.Hour, Observer: obs})
-	e.set("b", "holder", 0)
+	e.Set("b", "holder", 0)
 	c, cancel := context.WithCancel(ctx(t))
 	done := make(chan error, 1)
 	go func() {
-		done <- e.p.Execute(c, []string{"a", "b"}, func(context.Context) error { return nil }, provider.ExecuteOptions{Timeout: time.Hour})
+		done <- e.P.Execute(c, []string{"a", "b"}, func(context.Context) error { return nil }, provider.ExecuteOptions{Timeout: time.Hour})
 	}()
 	<-waiting
 	cancel()
@@ -157,18 +157,18 @@ func TestExecuteCancelWhileWaiting(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("Execute did not return after its context was cancelled")
 	}
-	e.requireFree("a")
-	e.requireOwner("b", "holder")
+	e.RequireFree("a")
+	e.RequireOwner("b", "holder")
 }
 
 func TestExecuteJobContextEndsWithTheCallersContext(t *testing.T) {
 	e := newEnv(t, nil)
 	c, cancel := context.WithCancel(ctx(t))
-	err := e.p.Execute(c, []string{"k"}, func(jobCtx context.Context) error {
+	err := e.P.Execute(c, []string{"k"}, func(jobCtx context.Context) error {
 		cancel()
 		<-jobCtx.Done()
 		return jobCtx.Err()
 	}, provider.ExecuteOptions{})
 	require.ErrorIs(t, err, context.Canceled)
-	e.requireFree("k")
+	e.RequireFree("k")
 }

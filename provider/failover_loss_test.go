@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 	"github.com/locktui/locktui/redisconn"
@@ -60,7 +61,7 @@ const (
 func TestSentinelFailoverThatLosesAnAcquisition(t *testing.T) {
 	noLeaks(t)
 	dep := redistest.StartSentinelWith(t, redistest.SentinelConfig{DebugCommand: true})
-	ns := freshNamespace(t)
+	ns := locktest.Namespace(t)
 	const key = "job"
 	probes := &redistest.Recorder{}
 	holder, holderClient := sentinelProvider(t, dep, ns, probes)
@@ -139,7 +140,7 @@ func sentinelProvider(t *testing.T, dep *redistest.Sentinel, ns string, probes *
 	if probes != nil {
 		client.AddHook(probes)
 	}
-	return newProvider(t, client, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)}), client
+	return locktest.NewProvider(t, client, &provider.Options{Namespace: ns, Logger: slog.New(slog.DiscardHandler)}), client
 }
 
 // probesSince renders the INFO commands rec saw (the provider's epoch probes) that returned

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -26,7 +27,7 @@ func TestFairQueueServesWaitersInArrivalOrder(t *testing.T) {
 	e := newEnv(t, nil)
 	provs := make([]*provider.Provider, 3)
 	for i := range provs {
-		provs[i] = newProvider(t, e.srv.Client(t), fastOpts(e.ns, obs, 0))
+		provs[i] = locktest.NewProvider(t, e.Srv.Client(t), fastOpts(e.NS, obs, 0))
 	}
 	require.NoError(t, provs[0].Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 	const n = 8
@@ -60,8 +61,8 @@ func TestFairQueueServesWaitersInArrivalOrder(t *testing.T) {
 		want[i] = fmt.Sprintf("w%d", i)
 	}
 	require.Equal(t, want, order, "first come, first served")
-	require.Zero(t, queueLen(t, e.rdb, e.key("k")), "an empty queue leaves no side keys")
-	n2, err := e.rdb.Exists(ctx(t), "locktui:{"+e.key("k")+"}:queue").Result()
+	require.Zero(t, queueLen(t, e.RDB, e.Key("k")), "an empty queue leaves no side keys")
+	n2, err := e.RDB.Exists(ctx(t), "locktui:{"+e.Key("k")+"}:queue").Result()
 	require.NoError(t, err)
 	require.Zero(t, n2)
 }
@@ -73,15 +74,15 @@ func TestDeadWaiterHoldsUpTheQueueForABoundedTime(t *testing.T) {
 	obs, waiting := waitSignal()
 	e := newEnv(t, nil)
 	const ticketTTL = 3 * time.Second
-	deadClient := e.srv.Client(t)
-	dead := newProvider(t, deadClient, fastOpts(e.ns, obs, ticketTTL))
-	live := newProvider(t, e.srv.Client(t), fastOpts(e.ns, obs, ticketTTL))
+	deadClient := e.Srv.Client(t)
+	dead := locktest.NewProvider(t, deadClient, fastOpts(e.NS, obs, ticketTTL))
+	live := locktest.NewProvider(t, e.Srv.Client(t), fastOpts(e.NS, obs, ticketTTL))
 	require.NoError(t, live.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 	deadDone := goAcquire(t, dead, []string{"k"}, "dead")
 	awaitWaiting(t, waiting, "dead")
 	require.NoError(t, deadClient.Close()) // the process is gone: its ticket is never given up
 	require.Error(t, result(t, deadDone, "the dead waiter"))
-	ttl, err := e.rdb.PTTL(ctx(t), "locktui:{"+e.key("k")+"}:tickets").Result()
+	ttl, err := e.RDB.PTTL(ctx(t), "locktui:{"+e.Key("k")+"}:tickets").Result()
 	require.NoError(t, err)
 	require.Positive(t, ttl, "the queue expires on its own")
 	require.LessOrEqual(t, ttl, ticketTTL)
@@ -92,16 +93,16 @@ func TestDeadWaiterHoldsUpTheQueueForABoundedTime(t *testing.T) {
 	_, err = live.Release(ctx(t), []string{"k"}, "holder")
 	require.NoError(t, err)
 	// A stock process is not held up by the dead ticket, nor by anything of the queue.
-	ok, err := e.rdb.SetNX(ctx(t), e.key("k"), "stock", 0).Result()
+	ok, err := e.RDB.SetNX(ctx(t), e.Key("k"), "stock", 0).Result()
 	require.NoError(t, err)
 	require.True(t, ok, "stock's SET NX takes the free key")
-	require.Equal(t, int64(2), queueLen(t, e.rdb, e.key("k")), "the dead ticket is still queued, ahead of the live one")
-	require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err())
+	require.Equal(t, int64(2), queueLen(t, e.RDB, e.Key("k")), "the dead ticket is still queued, ahead of the live one")
+	require.NoError(t, e.RDB.Del(ctx(t), e.Key("k")).Err())
 	require.NoError(t, result(t, liveDone, "the live waiter"))
-	e.requireOwner("k", "live")
+	e.RequireOwner("k", "live")
 	// The live waiter got the key only once the dead ticket had expired.
 	require.GreaterOrEqual(t, time.Since(start), ttl-100*time.Millisecond)
-	require.Zero(t, queueLen(t, e.rdb, e.key("k")))
+	require.Zero(t, queueLen(t, e.RDB, e.Key("k")))
 }
 
 // Multi-key calls queue only on the first key they do not hold, so a call holding k1 and
@@ -110,24 +111,24 @@ func TestFairQueueMultiKeyDoesNotDeadlock(t *testing.T) {
 	noLeaks(t)
 	obs, waiting := waitSignal()
 	e := newEnv(t, nil)
-	a := newProvider(t, e.srv.Client(t), fastOpts(e.ns, obs, 0))
-	b := newProvider(t, e.srv.Client(t), fastOpts(e.ns, obs, 0))
+	a := locktest.NewProvider(t, e.Srv.Client(t), fastOpts(e.NS, obs, 0))
+	b := locktest.NewProvider(t, e.Srv.Client(t), fastOpts(e.NS, obs, 0))
 	require.NoError(t, a.Acquire(ctx(t), []string{"k2"}, provider.AcquireOptions{Owner: "x"}))
 	aDone := goAcquire(t, a, []string{"k2", "k1", "k3"}, "a") // takes k1, queues on k2
 	awaitWaiting(t, waiting, "a")
-	e.requireOwner("k1", "a")
+	e.RequireOwner("k1", "a")
 	bDone := goAcquire(t, b, []string{"k1", "k2", "k3"}, "b") // queues on k1
 	awaitWaiting(t, waiting, "b")
 	_, err := a.Release(ctx(t), []string{"k2"}, "x")
 	require.NoError(t, err)
 	require.NoError(t, result(t, aDone, "a"))
 	for _, k := range []string{"k1", "k2", "k3"} {
-		e.requireOwner(k, "a")
+		e.RequireOwner(k, "a")
 	}
 	_, err = a.Release(ctx(t), []string{"k1", "k2", "k3"}, "a")
 	require.NoError(t, err)
 	require.NoError(t, result(t, bDone, "b"))
 	for _, k := range []string{"k1", "k2", "k3"} {
-		e.requireOwner(k, "b")
+		e.RequireOwner(k, "b")
 	}
 }

@@ -8,42 +8,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 	"github.com/stretchr/testify/require"
 )
-
-// token takes key k for owner and returns its fencing token.
-func (e *env) token(p *provider.Provider, k, owner string) int64 {
-	e.t.Helper()
-	tokens, err := p.AcquireTokens(ctx(e.t), []string{k}, provider.AcquireOptions{Owner: owner, Expire: time.Minute})
-	require.NoError(e.t, err)
-	require.Contains(e.t, tokens, k)
-	return tokens[k]
-}
 
 // Every fresh take of a key gets a token above every earlier one, from any provider; a
 // re-entry joins the hold and gets its token.
 func TestFencingTokensIncreasePerKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	other := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns})
+	other := locktest.NewProvider(t, e.RDB, &provider.Options{Namespace: e.NS})
 	c := ctx(t)
 	var last int64
 	for i := range 20 {
-		p := e.p
+		p := e.P
 		if i%2 == 1 {
 			p = other
 		}
-		tok := e.token(p, "k", "o"+strconv.Itoa(i))
+		tok := e.Token(p, "k", "o"+strconv.Itoa(i))
 		require.Greater(t, tok, last, "take %d", i)
-		require.Equal(t, tok, e.token(other, "k", "o"+strconv.Itoa(i)), "a re-entry gets the hold's token")
+		require.Equal(t, tok, e.Token(other, "k", "o"+strconv.Itoa(i)), "a re-entry gets the hold's token")
 		last = tok
 		ok, err := p.Release(c, []string{"k"}, "o"+strconv.Itoa(i))
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
 	// Tokens are the server's time in microseconds (within this test's run).
-	now, err := e.rdb.Time(c).Result()
+	now, err := e.RDB.Time(c).Result()
 	require.NoError(t, err)
 	require.InDelta(t, now.UnixMicro(), last, float64(wait.Microseconds()))
 	require.Less(t, last, int64(1)<<53, "exact as a JavaScript number")
@@ -56,9 +48,9 @@ func TestHolderRecord(t *testing.T) {
 	e := newEnv(t, &provider.Options{Holder: provider.Holder{Program: "checkout-worker"}})
 	c := ctx(t)
 	start := time.Now()
-	l, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 10 * time.Second})
+	l, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 10 * time.Second})
 	require.NoError(t, err)
-	lock, ok, err := e.ops.Get(c, "k")
+	lock, ok, err := e.Ops.Get(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NotNil(t, lock.Record)
@@ -66,18 +58,18 @@ func TestHolderRecord(t *testing.T) {
 	require.Equal(t, provider.Holder{Host: host, PID: os.Getpid(), Program: "checkout-worker", Client: provider.ClientGo}, lock.Record.Holder)
 	require.Equal(t, l.FencingToken(), lock.Record.FencingToken)
 	require.WithinDuration(t, start, lock.Record.AcquiredAt, 2*time.Second)
-	rk := provider.RecordKey(e.key("k"))
-	require.InDelta(t, e.rdb.PTTL(c, e.key("k")).Val().Milliseconds(), e.rdb.PTTL(c, rk).Val().Milliseconds(), 5,
+	rk := provider.RecordKey(e.Key("k"))
+	require.InDelta(t, e.RDB.PTTL(c, e.Key("k")).Val().Milliseconds(), e.RDB.PTTL(c, rk).Val().Milliseconds(), 5,
 		"the record expires with the lock")
 
 	ok, err = l.Release(c)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Zero(t, e.rdb.Exists(c, rk).Val(), "released with the lock")
+	require.Zero(t, e.RDB.Exists(c, rk).Val(), "released with the lock")
 
 	// A lock taken by stock (a plain SET) has none.
-	e.set("k", "stock", time.Minute)
-	lock, _, err = e.ops.Get(c, "k")
+	e.Set("k", "stock", time.Minute)
+	lock, _, err = e.Ops.Get(c, "k")
 	require.NoError(t, err)
 	require.Nil(t, lock.Record)
 }
@@ -87,10 +79,10 @@ func TestHolderDefaultsAndOverride(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	c := ctx(t)
-	require.NoError(t, e.p.Acquire(c, []string{"a"}, provider.AcquireOptions{Owner: "o"}))
-	require.NoError(t, e.p.Acquire(c, []string{"b"}, provider.AcquireOptions{Owner: "o",
+	require.NoError(t, e.P.Acquire(c, []string{"a"}, provider.AcquireOptions{Owner: "o"}))
+	require.NoError(t, e.P.Acquire(c, []string{"b"}, provider.AcquireOptions{Owner: "o",
 		Holder: provider.Holder{Host: "web-1", PID: 42, Program: "medusa", Client: provider.ClientBridge}}))
-	locks, _, err := e.ops.Read(c, []string{"a", "b"})
+	locks, _, err := e.Ops.Read(c, []string{"a", "b"})
 	require.NoError(t, err)
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -107,10 +99,10 @@ func TestExecuteJobReadsItsFencingToken(t *testing.T) {
 	require.False(t, ok, "no token outside a job")
 	var got int64
 	var all map[string]int64
-	require.NoError(t, e.p.Execute(c, []string{"x", "y"}, func(ctx context.Context) error {
+	require.NoError(t, e.P.Execute(c, []string{"x", "y"}, func(ctx context.Context) error {
 		got, ok = provider.FencingToken(ctx)
 		all = provider.FencingTokens(ctx)
-		lock, _, err := e.ops.Get(ctx, "x")
+		lock, _, err := e.Ops.Get(ctx, "x")
 		require.NoError(t, err)
 		require.Equal(t, lock.Record.FencingToken, got)
 		return nil
@@ -130,34 +122,34 @@ func TestAReentryAfterAStockRetakeIsANewHold(t *testing.T) {
 		t.Run(owner, func(t *testing.T) {
 			e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
 			c := ctx(t)
-			old := e.token(e.p, "k", owner)
-			oldRec, _, err := e.ops.HolderRecord(c, "k")
+			old := e.Token(e.P, "k", owner)
+			oldRec, _, err := e.Ops.HolderRecord(c, "k")
 			require.NoError(t, err)
 			time.Sleep(5 * time.Millisecond) // so that a new hold's since differs
-			require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
-			e.stockTake("k", owner, 30)
+			require.NoError(t, e.RDB.Del(c, e.Key("k")).Err())
+			e.StockTake("k", owner, 30)
 
 			// A failed re-entry (with a busy key) gives stock's lock back as it was.
-			stockAt := e.rdb.PExpireTime(c, e.key("k")).Val()
-			e.set("busy", "other", time.Minute)
+			stockAt := e.RDB.PExpireTime(c, e.Key("k")).Val()
+			e.Set("busy", "other", time.Minute)
 			call, cancel := context.WithTimeout(c, 100*time.Millisecond)
 			defer cancel()
-			err = e.p.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute})
+			err = e.P.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute})
 			require.ErrorIs(t, err, provider.ErrNotAcquired)
-			e.requireOwner("k", owner)
-			require.Equal(t, stockAt, e.rdb.PExpireTime(c, e.key("k")).Val(), "stock's expiry is put back")
+			e.RequireOwner("k", owner)
+			require.Equal(t, stockAt, e.RDB.PExpireTime(c, e.Key("k")).Val(), "stock's expiry is put back")
 			e.requireNoRecord("k")
 
-			tok := e.token(e.p, "k", owner)
+			tok := e.Token(e.P, "k", owner)
 			require.Greater(t, tok, old, "a new hold gets a new token")
-			l, ok, err := e.ops.Get(c, "k")
+			l, ok, err := e.Ops.Get(c, "k")
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.NotNil(t, l.Record, "the re-entry wrote a fresh record")
 			require.Equal(t, tok, l.Record.FencingToken)
 			require.True(t, l.Record.AcquiredAt.After(oldRec.Hold.AcquiredAt), "the hold begins at the re-entry")
 
-			require.Equal(t, tok, e.token(e.p, "k", owner), "a re-entry of this live hold joins it")
+			require.Equal(t, tok, e.Token(e.P, "k", owner), "a re-entry of this live hold joins it")
 		})
 	}
 }
@@ -170,21 +162,21 @@ func TestAFailedReentryAfterAStockRenewalKeepsOurRecord(t *testing.T) {
 	e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
 	c := ctx(t)
 	const owner = "shared-svc"
-	require.NoError(t, e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute}))
-	rk := provider.RecordKey(e.key("k"))
-	require.NoError(t, e.rdb.Do(c, "SET", e.key("k"), owner, "XX", "EX", 30).Err()) // stock's renewal
-	recAt := e.rdb.PExpireTime(c, rk).Val()
-	fields := e.rdb.Get(c, rk).Val()
+	require.NoError(t, e.P.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute}))
+	rk := provider.RecordKey(e.Key("k"))
+	require.NoError(t, e.RDB.Do(c, "SET", e.Key("k"), owner, "XX", "EX", 30).Err()) // stock's renewal
+	recAt := e.RDB.PExpireTime(c, rk).Val()
+	fields := e.RDB.Get(c, rk).Val()
 	require.NotEmpty(t, fields)
 
-	e.set("busy", "other", time.Minute)
+	e.Set("busy", "other", time.Minute)
 	call, cancel := context.WithTimeout(c, 100*time.Millisecond)
 	defer cancel()
-	err := e.p.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute})
+	err := e.P.Acquire(call, []string{"k", "busy"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute})
 	require.ErrorIs(t, err, provider.ErrNotAcquired)
-	e.requireOwner("k", owner)
-	require.Equal(t, fields, e.rdb.Get(c, rk).Val(), "the record is put back as it was")
-	require.Equal(t, recAt, e.rdb.PExpireTime(c, rk).Val(), "with its own expiry")
+	e.RequireOwner("k", owner)
+	require.Equal(t, fields, e.RDB.Get(c, rk).Val(), "the record is put back as it was")
+	require.Equal(t, recAt, e.RDB.PExpireTime(c, rk).Val(), "with its own expiry")
 }
 
 // A holder record's fields are whatever was written to Redis: the process they name reaches the

@@ -65,24 +65,24 @@ func TestWaitingCallDoesNotSucceedWithAStolenKey(t *testing.T) {
 			obs, waits := waitingOn()
 			e := newEnv(t, &provider.Options{Observer: obs, MaximumRetryInterval: 20 * time.Millisecond})
 			rec := record(e)
-			e.set("b", "holder", 0)
+			e.Set("b", "holder", 0)
 			type result struct {
 				err  error
 				a, b string // the keys' owners when the call returned
 			}
 			done := make(chan result, 1)
 			go func() {
-				release, err := tc.take(e.p, ctx(t))
-				a, _ := e.owner("a")
-				b, _ := e.owner("b")
+				release, err := tc.take(e.P, ctx(t))
+				a, _ := e.Owner("a")
+				b, _ := e.Owner("b")
 				if release != nil {
 					release()
 				}
 				done <- result{err, a, b}
 			}()
 			awaitWaitingOn(t, waits, "b")
-			e.set("a", "thief", 0)
-			require.NoError(t, e.rdb.Del(ctx(t), e.key("b")).Err())
+			e.Set("a", "thief", 0)
+			require.NoError(t, e.RDB.Del(ctx(t), e.Key("b")).Err())
 
 			for waitingForA := false; !waitingForA; {
 				select {
@@ -94,10 +94,10 @@ func TestWaitingCallDoesNotSucceedWithAStolenKey(t *testing.T) {
 					t.Fatal("the call neither returned nor waited for a")
 				}
 			}
-			e.requireOwner("a", "thief")
-			e.requireFree("b") // given back: while it waits, a call holds a sorted prefix only
+			e.RequireOwner("a", "thief")
+			e.RequireFree("b") // given back: while it waits, a call holds a sorted prefix only
 
-			require.NoError(t, e.rdb.Del(ctx(t), e.key("a")).Err())
+			require.NoError(t, e.RDB.Del(ctx(t), e.Key("a")).Err())
 			r := <-done
 			require.NoError(t, r.err)
 			owner := rec.of("acquire")[0].Args[0]
@@ -113,29 +113,29 @@ func TestWaitingCallKeepsItsHeldKeysAlive(t *testing.T) {
 	noLeaks(t)
 	e := newEnv(t, &provider.Options{MaximumRetryInterval: 50 * time.Millisecond})
 	rec := record(e)
-	e.set("b", "holder", 0)
+	e.Set("b", "holder", 0)
 	done := make(chan error, 1)
 	var lease *provider.Lease
 	go func() {
 		var err error
-		lease, err = e.p.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{Expire: time.Second, Timeout: wait})
+		lease, err = e.P.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{Expire: time.Second, Timeout: wait})
 		done <- err
 	}()
 	// Four refreshes, TTL/3 apart: a has outlived the TTL it was taken with.
 	require.Eventually(t, func() bool { return len(rec.of("extend")) >= 4 }, wait, poll)
 	first := rec.of("acquire")[0]
 	require.Greater(t, time.Since(first.At), time.Second)
-	e.requireOwner("a", first.Args[0])
+	e.RequireOwner("a", first.Args[0])
 	for _, c := range rec.of("extend") {
-		require.Equal(t, e.key("a"), c.Key, "only the held prefix is extended")
+		require.Equal(t, e.Key("a"), c.Key, "only the held prefix is extended")
 		require.Equal(t, []string{first.Args[0], "1"}, c.Args[:2], "stock's arguments, then the claim")
 	}
 
-	require.NoError(t, e.rdb.Del(ctx(t), e.key("b")).Err())
+	require.NoError(t, e.RDB.Del(ctx(t), e.Key("b")).Err())
 	require.NoError(t, <-done)
 	require.NoError(t, lease.Err())
-	e.requireOwner("a", lease.Owner())
-	e.requireOwner("b", lease.Owner())
+	e.RequireOwner("a", lease.Owner())
+	e.RequireOwner("b", lease.Owner())
 	ok, err := lease.Release(ctx(t))
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -145,7 +145,7 @@ func TestWaitingCallKeepsItsHeldKeysAlive(t *testing.T) {
 func TestUncontendedLeaseIsOneRoundTrip(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := record(e)
-	l, err := e.p.AcquireLease(ctx(t), []string{"a", "b", "c"}, provider.LeaseOptions{})
+	l, err := e.P.AcquireLease(ctx(t), []string{"a", "b", "c"}, provider.LeaseOptions{})
 	require.NoError(t, err)
 	require.Len(t, rec.of("acquire"), 3)
 	require.Empty(t, rec.of("extend"))
@@ -160,15 +160,15 @@ func TestWaitHoldingNothingIsNotConfirmed(t *testing.T) {
 	obs, waits := waitingOn()
 	e := newEnv(t, &provider.Options{Observer: obs, MaximumRetryInterval: 20 * time.Millisecond})
 	rec := record(e)
-	e.set("k", "holder", 0)
+	e.Set("k", "holder", 0)
 	done := make(chan error, 1)
 	go func() {
-		done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "me", Expire: 10 * time.Second, AwaitQueue: true})
+		done <- e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "me", Expire: 10 * time.Second, AwaitQueue: true})
 	}()
 	awaitWaitingOn(t, waits, "k")
-	require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err())
+	require.NoError(t, e.RDB.Del(ctx(t), e.Key("k")).Err())
 	require.NoError(t, <-done)
-	e.requireOwner("k", "me")
+	e.RequireOwner("k", "me")
 	require.Equal(t, int64(10), e.ttl("k"), "the taking attempt set the full TTL")
 	require.Empty(t, rec.of("extend"), "nothing was held during the wait: nothing to confirm")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -18,34 +17,23 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 )
 
-// wait bounds every "eventually" in the suite. It only stops a broken test from hanging; no test
-// asserts that something is fast.
-const wait = 10 * time.Second
+// wait and poll bound the suite's waits (locktest.Wait, locktest.Poll).
+const wait, poll = locktest.Wait, locktest.Poll
 
-// poll is the tick of require.Eventually.
-const poll = 5 * time.Millisecond
+// ctx is locktest.Ctx: a test context bounded by wait.
+func ctx(t *testing.T) context.Context { return locktest.Ctx(t) }
 
-// env is one test's view of a Redis: a provider in a fresh namespace, the client the provider
-// uses (hooks go there), a separate raw client for assertions on the stored keys, and an
-// operator's Inspector on the raw client (to read what the provider wrote, and to force-release
-// as an operator's tool in another process does).
-type env struct {
-	t   *testing.T
-	srv *redistest.Server
-	p   *provider.Provider
-	ops *operator.Inspector
-	pc  *redis.Client // the provider's client
-	rdb *redis.Client // raw client, never hooked
-	ns  string
-}
-
-// freshNamespace returns a namespace no other test uses.
-func freshNamespace(t *testing.T) string { return redistest.Namespace(t, "t") }
+// env is one test's view of a Redis (locktest.Env): a provider in a fresh namespace and the
+// client it uses (hooks go there: PC), an operator's Inspector on a client of its own (to read
+// what the provider wrote, and to force-release as an operator's tool in another process does),
+// and a raw client for assertions on the stored keys.
+type env struct{ *locktest.Env }
 
 // newEnv returns a provider on the shared server in a fresh namespace; opts may be nil and its
 // Namespace, when empty, is set to the fresh one.
@@ -57,19 +45,7 @@ func newEnv(t *testing.T, opts *provider.Options) *env {
 // newEnvOn is newEnv on a given server.
 func newEnvOn(t *testing.T, srv *redistest.Server, opts *provider.Options) *env {
 	t.Helper()
-	var o provider.Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.Namespace == "" {
-		o.Namespace = freshNamespace(t)
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	pc, rdb := srv.Client(t), srv.Client(t)
-	return &env{t: t, srv: srv, p: newProvider(t, pc, &o), ops: operator.New(rdb, &operator.Options{Namespace: o.Namespace}),
-		pc: pc, rdb: rdb, ns: o.Namespace}
+	return &env{locktest.New(t, srv, opts)}
 }
 
 // noLeaks checks, when the test ends (after its other cleanups), that no goroutine it started is
@@ -79,15 +55,6 @@ func noLeaks(t *testing.T) {
 	opts := append([]goleak.Option{goleak.IgnoreCurrent()}, leakOptions...)
 	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
 }
-
-// ctx returns a test context bounded by wait, so a broken test fails instead of hanging.
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(t.Context(), wait)
-	t.Cleanup(cancel)
-	return c
-}
-
-func (e *env) key(k string) string { return e.ns + k }
 
 // awaitDone waits for the lease to end; a lease that never ends fails the test.
 func awaitDone(t *testing.T, l *provider.Lease) {
@@ -108,59 +75,15 @@ func awaitHearing(t *testing.T, p *provider.Provider, l *provider.Lease) {
 		"the holder's listener is up and has checked the lease")
 }
 
-// owner returns the stored value of lock key k and whether it exists.
-func (e *env) owner(k string) (string, bool) {
-	e.t.Helper()
-	v, err := e.rdb.Get(context.Background(), e.key(k)).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", false
-	}
-	require.NoError(e.t, err)
-	return v, true
-}
-
-// requireOwner asserts that lock key k is held by owner.
-func (e *env) requireOwner(k, owner string) {
-	e.t.Helper()
-	got, ok := e.owner(k)
-	require.True(e.t, ok, "key %q should be held by %q but is free", k, owner)
-	require.Equal(e.t, owner, got, "owner of %q", k)
-}
-
-// requireFree asserts that lock key k does not exist.
-func (e *env) requireFree(k string) {
-	e.t.Helper()
-	got, ok := e.owner(k)
-	require.False(e.t, ok, "key %q should be free but is held by %q", k, got)
-}
-
 // ttl returns the raw TTL of lock key k in whole seconds (-1 persistent, -2 missing).
 func (e *env) ttl(k string) int64 {
-	e.t.Helper()
-	d, err := e.rdb.TTL(context.Background(), e.key(k)).Result()
-	require.NoError(e.t, err)
+	e.T.Helper()
+	d, err := e.RDB.TTL(context.Background(), e.Key(k)).Result()
+	require.NoError(e.T, err)
 	if d < 0 {
 		return int64(d) // -1 or -2, not scaled by go-redis
 	}
 	return int64(d / time.Second)
-}
-
-// set stores a lock the way another process would: SET ns+k owner [EX].
-func (e *env) set(k, owner string, ttl time.Duration) {
-	e.t.Helper()
-	require.NoError(e.t, e.rdb.Set(context.Background(), e.key(k), owner, ttl).Err())
-}
-
-// fill sets n locks "<prefix>NNN" (NNN from 000) owned by owner, without expiry, in one
-// pipeline: enough keys for several SCAN batches.
-func (e *env) fill(prefix, owner string, n int) {
-	e.t.Helper()
-	pipe := e.rdb.Pipeline()
-	for i := range n {
-		pipe.Set(context.Background(), e.key(fmt.Sprintf("%s%03d", prefix, i)), owner, 0)
-	}
-	_, err := pipe.Exec(context.Background())
-	require.NoError(e.t, err)
 }
 
 // scriptNames maps the SHA1 of each Lua script, as EVALSHA sends it, to its file's base name.
@@ -196,7 +119,7 @@ type recorder struct{ *redistest.Recorder }
 
 func record(e *env) *recorder {
 	r := &recorder{&redistest.Recorder{}}
-	e.pc.AddHook(r.Recorder)
+	e.PC.AddHook(r.Recorder)
 	return r
 }
 
@@ -389,46 +312,10 @@ func notAcquiredMsg(key string) string { return `Failed to acquire lock for key 
 // timedOutMsg is stock's message for an Execute that did not get its keys in time.
 const timedOutMsg = "Timed-out acquiring lock."
 
-// didRelease is a force-release's outcome as "did it do anything" (Revocation.Done).
-func didRelease(r operator.Revocation, err error) (bool, error) { return r.Done(), err }
-
-// didReleaseAny is didRelease for ForceReleaseAny.
-func didReleaseAny(owner string, r operator.Revocation, err error) (string, bool, error) {
-	return owner, r.Done(), err
-}
-
-// seen reads lock k as the console shows it: the hold an operator decides to force-release.
-func (e *env) seen(k string) operator.Lock {
-	e.t.Helper()
-	l, ok, err := e.ops.Get(ctx(e.t), k)
-	require.NoError(e.t, err)
-	require.True(e.t, ok, "%q is held", k)
-	return l
-}
-
-// stockTake takes lock key k for owner as stock Medusa does: SET key owner NX [EX secs] (0: no
-// expiry). Stock writes no holder record and touches none.
-func (e *env) stockTake(k, owner string, secs int) {
-	e.t.Helper()
-	args := []any{"SET", e.key(k), owner, "NX"}
-	if secs > 0 {
-		args = append(args, "EX", secs)
-	}
-	require.NoError(e.t, e.rdb.Do(context.Background(), args...).Err(), "stock's SET NX of %q", k)
-}
-
 // requireNoRecord asserts that an operator reads lock key k without a holder record.
 func (e *env) requireNoRecord(k string) {
-	e.t.Helper()
-	require.Nil(e.t, e.seen(k).Record, "no holder record for %q", k)
-}
-
-// newProvider is provider.New, closed when the test ends (its wake-up listener lingers after
-// its last lease otherwise: see Provider.Close).
-func newProvider(t testing.TB, c redis.UniversalClient, opts *provider.Options) *provider.Provider {
-	p := provider.New(c, opts)
-	t.Cleanup(p.Close)
-	return p
+	e.T.Helper()
+	require.Nil(e.T, e.Seen(k).Record, "no holder record for %q", k)
 }
 
 // opsOf is an operator's Inspector on p's client and namespace: what a console watching p sees.

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -81,13 +82,13 @@ func TestAGiveBackNeverOvertakesTheAttemptItUndoes(t *testing.T) {
 
 func giveBackAfterItsAttempt(t *testing.T, deadline time.Duration) {
 	noLeaks(t)
-	ns := freshNamespace(t)
+	ns := locktest.Namespace(t)
 	rk := func(k string) string { return ns + k }
 	blockers := []string{"b1", "b2", "b3", "b4"} // the batcher's pipelines in flight at once
 	gate := newPipelineGate(rk("b1"), rk("b2"), rk("b3"), rk("b4"), rk("v"))
 	client := shared.Client(t)
 	client.AddHook(gate)
-	p := newProvider(t, client, &provider.Options{Namespace: ns})
+	p := locktest.NewProvider(t, client, &provider.Options{Namespace: ns})
 	acquire := func(ctx context.Context, key string) <-chan error {
 		done := make(chan error, 1)
 		go func() {

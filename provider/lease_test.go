@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -36,25 +37,25 @@ func lostToRestartMsg(keys string) string {
 func TestU1ReleasesUnderTheOwnerItAcquiredWith(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := record(e)
-	require.NoError(t, e.p.Execute(ctx(t), []string{"key"}, func(context.Context) error { return nil }, provider.ExecuteOptions{}))
+	require.NoError(t, e.P.Execute(ctx(t), []string{"key"}, func(context.Context) error { return nil }, provider.ExecuteOptions{}))
 
 	acquires, releases := rec.of("acquire"), rec.of("release")
 	require.Len(t, acquires, 1)
-	require.Equal(t, e.key("key"), acquires[0].Key)
+	require.Equal(t, e.Key("key"), acquires[0].Key)
 	owner := acquires[0].Args[0]
 	require.NotEqual(t, "*", owner)
 	require.Regexp(t, executeOwner, owner)
 	require.Len(t, releases, 1)
-	require.Equal(t, e.key("key"), releases[0].Key)
+	require.Equal(t, e.Key("key"), releases[0].Key)
 	require.Equal(t, owner, releases[0].Args[0])
-	e.requireFree("key")
+	e.RequireFree("key")
 }
 
 func TestU2EveryCallGetsItsOwnOwner(t *testing.T) {
 	e := newEnv(t, nil)
 	rec := record(e)
 	for range 2 {
-		require.NoError(t, e.p.Execute(ctx(t), []string{"key"}, func(context.Context) error { return nil }, provider.ExecuteOptions{}))
+		require.NoError(t, e.P.Execute(ctx(t), []string{"key"}, func(context.Context) error { return nil }, provider.ExecuteOptions{}))
 	}
 	acquires := rec.of("acquire")
 	require.Len(t, acquires, 2)
@@ -76,7 +77,7 @@ func TestU3U4LeaseIsIndependentOfTheTimeout(t *testing.T) {
 	for _, c := range cases {
 		e := newEnv(t, nil)
 		rec := record(e)
-		require.NoError(t, e.p.Execute(ctx(t), []string{"key"}, func(context.Context) error {
+		require.NoError(t, e.P.Execute(ctx(t), []string{"key"}, func(context.Context) error {
 			require.Equal(t, c.want, itoa(e.ttl("key")), "Redis TTL during the job")
 			return nil
 		}, c.opts))
@@ -96,11 +97,11 @@ func TestU5U6RenewEveryKeyWhileTheJobRuns(t *testing.T) {
 			rec := record(e)
 			interval := expire / 3
 			var started time.Time
-			err := e.p.Execute(ctx(t), []string{"key_1", "key_2"}, func(context.Context) error {
+			err := e.P.Execute(ctx(t), []string{"key_1", "key_2"}, func(context.Context) error {
 				started = time.Now()
 				require.Eventually(t, func() bool { return len(rec.of("extend")) >= 4 }, wait, poll)
 				for _, k := range []string{"key_1", "key_2"} {
-					v, ok := e.owner(k)
+					v, ok := e.Owner(k)
 					require.True(t, ok, "the lease outlived its TTL: renewed")
 					require.Regexp(t, executeOwner, v)
 				}
@@ -115,7 +116,7 @@ func TestU5U6RenewEveryKeyWhileTheJobRuns(t *testing.T) {
 				keys[c.Key]++
 				require.Equal(t, []string{owner, itoa(int64(expire / time.Second))}, c.Args[:2], "stock's arguments, then the claim")
 			}
-			require.Equal(t, keys[e.key("key_1")], keys[e.key("key_2")], "every round extends every key")
+			require.Equal(t, keys[e.Key("key_1")], keys[e.Key("key_2")], "every round extends every key")
 			// Lower bounds only: a slow machine renews later, never earlier.
 			require.GreaterOrEqual(t, extends[0].At.Sub(started), interval-50*time.Millisecond)
 			require.GreaterOrEqual(t, extends[2].At.Sub(extends[0].At), interval-50*time.Millisecond)
@@ -131,8 +132,8 @@ func TestU7LostLeaseCancelsTheJob(t *testing.T) {
 		steal func(e *env)
 		thief bool
 	}{
-		{"deleted", func(e *env) { e.rdb.Del(context.Background(), e.key("b")) }, false},
-		{"stolen", func(e *env) { e.set("b", "thief", 0) }, true},
+		{"deleted", func(e *env) { e.RDB.Del(context.Background(), e.Key("b")) }, false},
+		{"stolen", func(e *env) { e.Set("b", "thief", 0) }, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -140,7 +141,7 @@ func TestU7LostLeaseCancelsTheJob(t *testing.T) {
 			logs := &logSink{}
 			e := newEnv(t, &provider.Options{Logger: logs.logger()})
 			var cause error
-			err := e.p.Execute(ctx(t), []string{"a", "b"}, func(jobCtx context.Context) error {
+			err := e.P.Execute(ctx(t), []string{"a", "b"}, func(jobCtx context.Context) error {
 				c.steal(e)
 				<-jobCtx.Done()
 				cause = context.Cause(jobCtx)
@@ -151,12 +152,12 @@ func TestU7LostLeaseCancelsTheJob(t *testing.T) {
 			ce := conflict(t, err, provider.ErrLockLost, lostMsg(`"b"`))
 			require.Equal(t, []string{"b"}, ce.Keys)
 			require.Contains(t, logs.messages(), lostMsg(`"b"`))
-			e.requireFree("a")
+			e.RequireFree("a")
 			if c.thief {
-				e.requireOwner("b", "thief")
+				e.RequireOwner("b", "thief")
 				require.Equal(t, int64(-1), e.ttl("b"), "the thief's TTL is untouched")
 			} else {
-				e.requireFree("b")
+				e.RequireFree("b")
 			}
 		})
 	}
@@ -167,8 +168,8 @@ func TestU7LostLeaseCancelsTheJob(t *testing.T) {
 func TestLostLeaseMessageKeepsCallerOrder(t *testing.T) {
 	noLeaks(t)
 	e := newEnv(t, nil)
-	err := e.p.Execute(ctx(t), []string{"z", "a", "m", "z"}, func(jobCtx context.Context) error {
-		e.rdb.Del(context.Background(), e.key("a"), e.key("z"))
+	err := e.P.Execute(ctx(t), []string{"z", "a", "m", "z"}, func(jobCtx context.Context) error {
+		e.RDB.Del(context.Background(), e.Key("a"), e.Key("z"))
 		<-jobCtx.Done()
 		return nil
 	}, provider.ExecuteOptions{Expire: time.Second})
@@ -180,35 +181,35 @@ func TestLostLeaseMessageKeepsCallerOrder(t *testing.T) {
 // foreign value is left alone.
 func TestLeaseKeyReplacedByAnotherTypeIsLost(t *testing.T) {
 	e := newEnv(t, nil)
-	err := e.p.Execute(ctx(t), []string{"k"}, func(jobCtx context.Context) error {
-		e.rdb.Del(context.Background(), e.key("k"))
-		e.rdb.HSet(context.Background(), e.key("k"), "f", "v")
+	err := e.P.Execute(ctx(t), []string{"k"}, func(jobCtx context.Context) error {
+		e.RDB.Del(context.Background(), e.Key("k"))
+		e.RDB.HSet(context.Background(), e.Key("k"), "f", "v")
 		<-jobCtx.Done()
 		return nil
 	}, provider.ExecuteOptions{Expire: time.Second})
 	conflict(t, err, provider.ErrLockLost, lostMsg(`"k"`))
-	require.Equal(t, "v", e.rdb.HGet(ctx(t), e.key("k"), "f").Val())
+	require.Equal(t, "v", e.RDB.HGet(ctx(t), e.Key("k"), "f").Val())
 
-	l, err := e.p.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{})
+	l, err := e.P.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{})
 	require.NoError(t, err)
-	e.rdb.Del(ctx(t), e.key("b"))
-	e.rdb.HSet(ctx(t), e.key("b"), "f", "v")
+	e.RDB.Del(ctx(t), e.Key("b"))
+	e.RDB.HSet(ctx(t), e.Key("b"), "f", "v")
 	ok, err := l.Release(ctx(t))
 	require.NoError(t, err, "a key that became another type is not ours to release: no error")
 	require.False(t, ok)
-	e.requireFree("a")
+	e.RequireFree("a")
 }
 
 func TestU7JobErrorWinsOverTheLoss(t *testing.T) {
 	e := newEnv(t, nil)
 	mine := errors.New("gave up")
-	err := e.p.Execute(ctx(t), []string{"k"}, func(jobCtx context.Context) error {
-		e.set("k", "thief", 0)
+	err := e.P.Execute(ctx(t), []string{"k"}, func(jobCtx context.Context) error {
+		e.Set("k", "thief", 0)
 		<-jobCtx.Done()
 		return mine
 	}, provider.ExecuteOptions{Expire: time.Second})
 	require.Same(t, mine, err)
-	e.requireOwner("k", "thief")
+	e.RequireOwner("k", "thief")
 }
 
 // U8: a renewal that cannot reach Redis is logged (stock's message) and retried; the job keeps
@@ -226,14 +227,14 @@ func TestU8RenewalErrorKeepsTheJobRunning(t *testing.T) {
 		}
 		return nil
 	})
-	err := e.p.Execute(ctx(t), []string{"k"}, func(jobCtx context.Context) error {
+	err := e.P.Execute(ctx(t), []string{"k"}, func(jobCtx context.Context) error {
 		require.Eventually(t, func() bool { return len(rec.of("extend")) >= 1 }, wait, poll)
 		require.NoError(t, jobCtx.Err(), "the job is still running")
 		return nil
 	}, provider.ExecuteOptions{Expire: 2 * time.Second})
 	require.NoError(t, err)
 	require.Equal(t, 1, failed)
-	e.requireFree("k")
+	e.RequireFree("k")
 
 	var warned string
 	for _, m := range logs.messages() {
@@ -269,7 +270,7 @@ func TestU9LateAcquisitionIsGivenBack(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: shared.Addr, ContextTimeoutEnabled: c.ctxDeadlines})
 			t.Cleanup(func() { _ = client.Close() })
 			e := newEnv(t, nil)
-			e.pc, e.p = client, newProvider(t, client, &provider.Options{Namespace: e.ns})
+			e.PC, e.P = client, locktest.NewProvider(t, client, &provider.Options{Namespace: e.NS})
 			rec := record(e)
 			rec.setAfter(func(ctx context.Context, sc scriptCall) error {
 				if sc.Script == "acquire" {
@@ -278,12 +279,12 @@ func TestU9LateAcquisitionIsGivenBack(t *testing.T) {
 				}
 				return nil
 			})
-			err := e.p.Execute(ctx(t), []string{"key"}, func(context.Context) error {
+			err := e.P.Execute(ctx(t), []string{"key"}, func(context.Context) error {
 				t.Error("the job must not run")
 				return nil
 			}, provider.ExecuteOptions{Timeout: 100 * time.Millisecond})
 			conflict(t, err, provider.ErrTimedOut, timedOutMsg)
-			e.requireFree("key")
+			e.RequireFree("key")
 			givebacks := rec.of("giveback")
 			require.Len(t, givebacks, 1)
 			require.Equal(t, rec.of("acquire")[0].Args[:1], givebacks[0].Args[:1], "given back under the call's own owner")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktui/locktui/internal/testsupport/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -23,14 +24,14 @@ func proxiedEnv(t *testing.T, opts provider.Options) (*env, *faultproxy.Proxy) {
 	client := redis.NewClient(&redis.Options{Addr: px.Addr()})
 	t.Cleanup(func() { _ = client.Close() })
 	e := newEnv(t, nil)
-	opts.Namespace = e.ns
+	opts.Namespace = e.NS
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	e.pc, e.p = client, newProvider(t, client, &opts)
+	e.PC, e.P = client, locktest.NewProvider(t, client, &opts)
 	c := ctx(t)
-	require.NoError(t, e.p.Acquire(c, []string{"warm-up"}, provider.AcquireOptions{Owner: "warm-up"}))
-	ok, err := e.p.Release(c, []string{"warm-up"}, "warm-up")
+	require.NoError(t, e.P.Acquire(c, []string{"warm-up"}, provider.AcquireOptions{Owner: "warm-up"}))
+	ok, err := e.P.Release(c, []string{"warm-up"}, "warm-up")
 	require.NoError(t, err)
 	require.True(t, ok)
 	return e, px
@@ -43,14 +44,14 @@ func TestLostReplyResentByGoRedisIsGivenBack(t *testing.T) {
 	noLeaks(t)
 	e, px := proxiedEnv(t, provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
 	rec := record(e)
-	e.set("b", "holder", 0)
+	e.Set("b", "holder", 0)
 	px.LoseReplyTo([]byte(shaOf("acquire")), nil)
 
-	_, err := e.p.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{Timeout: 300 * time.Millisecond})
+	_, err := e.P.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{Timeout: 300 * time.Millisecond})
 	conflict(t, err, provider.ErrTimedOut, timedOutMsg)
 	require.Equal(t, 1, px.LostReplies(), "the first attempt's reply was lost")
-	e.requireFree("a")
-	e.requireOwner("b", "holder")
+	e.RequireFree("a")
+	e.RequireOwner("b", "holder")
 	owner := rec.of("acquire")[0].Args[0]
 	require.NotEmpty(t, rec.of("giveback"))
 	for _, c := range rec.of("giveback") {
@@ -70,8 +71,8 @@ func TestContextEndingBeforeTheResendGivesTheKeyBack(t *testing.T) {
 	defer cancel()
 	px.LoseReplyTo([]byte(shaOf("acquire")), cancel) // Redis replied; the caller gives up; then the cut
 
-	_, err := e.p.AcquireLease(c, []string{"a"}, provider.LeaseOptions{Timeout: wait})
+	_, err := e.P.AcquireLease(c, []string{"a"}, provider.LeaseOptions{Timeout: wait})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, 1, px.LostReplies())
-	e.requireFree("a")
+	e.RequireFree("a")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
@@ -34,7 +35,7 @@ func BenchmarkHolderRecordMemory100k(b *testing.B) {
 	const n, batch = 100_000, 2_000
 	srv := redistest.StartWith(b, redistest.Config{Args: []string{"--enable-debug-command", "local"}}) // DEBUG HTSTATS
 	rdb := srv.Client(b)
-	p := newProvider(b, srv.Client(b), &provider.Options{
+	p := locktest.NewProvider(b, srv.Client(b), &provider.Options{
 		Holder: provider.Holder{Host: "ip-10-0-12-34.ec2.internal", Program: "medusa-worker"}})
 	c := b.Context()
 	key := func(i int) string { return fmt.Sprintf("cart:cart_01J%023d", i) }

@@ -25,11 +25,11 @@ func TestHolderRecordMemory(t *testing.T) {
 	var lock, side, recs int64
 	for i := range n {
 		key := fmt.Sprintf("cart:cart_01J%023d", i)
-		l, err := e.p.AcquireLease(c, []string{key}, provider.LeaseOptions{Expire: time.Minute})
+		l, err := e.P.AcquireLease(c, []string{key}, provider.LeaseOptions{Expire: time.Minute})
 		require.NoError(t, err)
-		rk := e.key(key)
-		lock += e.rdb.MemoryUsage(c, rk).Val()
-		rec := e.rdb.MemoryUsage(c, provider.RecordKey(rk)).Val()
+		rk := e.Key(key)
+		lock += e.RDB.MemoryUsage(c, rk).Val()
+		rec := e.RDB.MemoryUsage(c, provider.RecordKey(rk)).Val()
 		side, recs = side+rec, recs+rec
 		_, err = l.Release(c)
 		require.NoError(t, err)

@@ -24,8 +24,8 @@ func TestObserverSeesAcquireAndRelease(t *testing.T) {
 	obs := &events{}
 	e := newEnv(t, &provider.Options{Observer: obs})
 	before := time.Now()
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o"}))
-	_, err := e.p.Release(ctx(t), []string{"k", "missing"}, "o")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o"}))
+	_, err := e.P.Release(ctx(t), []string{"k", "missing"}, "o")
 	require.NoError(t, err)
 
 	require.Equal(t, kinds{acquired, released}, obs.kinds("k"))
@@ -39,8 +39,8 @@ func TestObserverSeesAcquireAndRelease(t *testing.T) {
 func TestObserverSeesAConflict(t *testing.T) {
 	obs := &events{}
 	e := newEnv(t, &provider.Options{Observer: obs})
-	e.set("held", "x", 0)
-	err := e.p.Acquire(ctx(t), []string{"free", "held"}, provider.AcquireOptions{Owner: "o"})
+	e.Set("held", "x", 0)
+	err := e.P.Acquire(ctx(t), []string{"free", "held"}, provider.AcquireOptions{Owner: "o"})
 	require.ErrorIs(t, err, provider.ErrNotAcquired)
 	require.Equal(t, kinds{gaveUp}, obs.kinds("held"))
 	require.Empty(t, obs.kinds("free"), "a key rolled back was never reported acquired, nor released")
@@ -50,9 +50,9 @@ func TestObserverSeesAQueuedWait(t *testing.T) {
 	obs := &events{}
 	w := &waker{}
 	e := newEnv(t, &provider.Options{Observer: obs, Waker: w})
-	e.set("k", "holder", 0)
-	w.onWait = func(int) { e.rdb.Del(context.Background(), e.key("k")) }
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true}))
+	e.Set("k", "holder", 0)
+	w.onWait = func(int) { e.RDB.Del(context.Background(), e.Key("k")) }
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true}))
 	require.Equal(t, kinds{waiting, acquired}, obs.kinds("k"))
 	got := obs.of(acquired)[0]
 	require.Greater(t, got.Wait, time.Duration(0))
@@ -62,8 +62,8 @@ func TestObserverSeesAQueuedWait(t *testing.T) {
 func TestObserverSeesATimeout(t *testing.T) {
 	obs := &events{}
 	e := newEnv(t, &provider.Options{Observer: obs, MaximumRetryInterval: 20 * time.Millisecond})
-	e.set("k", "holder", 0)
-	err := e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{Timeout: 50 * time.Millisecond})
+	e.Set("k", "holder", 0)
+	err := e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error { return nil }, provider.ExecuteOptions{Timeout: 50 * time.Millisecond})
 	require.ErrorIs(t, err, provider.ErrTimedOut)
 	require.Equal(t, kinds{waiting, gaveUp}, obs.kinds("k"))
 	require.GreaterOrEqual(t, obs.of(gaveUp)[0].Wait, 50*time.Millisecond)
@@ -73,8 +73,8 @@ func TestObserverSeesALeaseLifecycle(t *testing.T) {
 	obs := &events{}
 	e := newEnv(t, &provider.Options{Observer: obs})
 	var owner string
-	require.NoError(t, e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error {
-		owner, _ = e.owner("k")
+	require.NoError(t, e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error {
+		owner, _ = e.Owner("k")
 		require.Eventually(t, func() bool { return len(obs.of(renewed)) > 0 }, wait, poll)
 		return nil
 	}, provider.ExecuteOptions{Expire: time.Second}))
@@ -93,10 +93,10 @@ func TestObserverSeesALeaseLifecycle(t *testing.T) {
 func TestObserverSeesALoss(t *testing.T) {
 	obs := &events{}
 	e := newEnv(t, &provider.Options{Observer: obs})
-	l, err := e.p.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{Expire: time.Second})
+	l, err := e.P.AcquireLease(ctx(t), []string{"a", "b"}, provider.LeaseOptions{Expire: time.Second})
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = l.Release(context.Background()) })
-	e.set("b", "thief", 0)
+	e.Set("b", "thief", 0)
 	awaitDone(t, l)
 	ok, err := l.Release(ctx(t))
 	require.NoError(t, err)
@@ -110,9 +110,9 @@ func TestObserverSeesALoss(t *testing.T) {
 func TestObserverSeesReleaseAll(t *testing.T) {
 	obs := &events{}
 	e := newEnv(t, &provider.Options{Observer: obs})
-	e.set("a", "o", 0)
-	e.set("b", "x", 0)
-	_, err := e.p.ReleaseAll(ctx(t), "o")
+	e.Set("a", "o", 0)
+	e.Set("b", "x", 0)
+	_, err := e.P.ReleaseAll(ctx(t), "o")
 	require.NoError(t, err)
 	require.Equal(t, kinds{released}, obs.kinds("a"))
 	require.Empty(t, obs.kinds("b"))
@@ -122,12 +122,12 @@ func TestPanickingObserverDoesNotLoseLocks(t *testing.T) {
 	e := newEnv(t, &provider.Options{
 		Observer: provider.ObserverFunc(func(provider.Event) { panic("observer bug") }),
 	})
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o", Expire: 10 * time.Second}))
-	e.requireOwner("k", "o")
-	ok, err := e.p.Release(ctx(t), []string{"k"}, "o")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "o", Expire: 10 * time.Second}))
+	e.RequireOwner("k", "o")
+	ok, err := e.P.Release(ctx(t), []string{"k"}, "o")
 	require.NoError(t, err)
 	require.True(t, ok)
-	e.requireFree("k")
+	e.RequireFree("k")
 }
 
 // A waiter woken by a same-provider release is told about after the release: observers (the
@@ -138,17 +138,17 @@ func TestObserverSeesTheReleaseBeforeTheWokenAcquisition(t *testing.T) {
 	e := newEnv(t, &provider.Options{Observer: obs,
 		DefaultRetryInterval: time.Minute, MaximumRetryInterval: time.Minute})
 	for round := range 20 {
-		require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+		require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 		done := make(chan error, 1)
 		go func() {
-			done <- e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "waiter", AwaitQueue: true})
+			done <- e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "waiter", AwaitQueue: true})
 		}()
 		require.Eventually(t, func() bool { return len(obs.of(waiting)) == round+1 }, wait, poll)
-		ok, err := e.p.Release(ctx(t), []string{"k"}, "holder")
+		ok, err := e.P.Release(ctx(t), []string{"k"}, "holder")
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.NoError(t, <-done)
-		ok, err = e.p.Release(ctx(t), []string{"k"}, "waiter")
+		ok, err = e.P.Release(ctx(t), []string{"k"}, "waiter")
 		require.NoError(t, err)
 		require.True(t, ok)
 	}

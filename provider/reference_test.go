@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 	"github.com/stretchr/testify/require"
 )
@@ -60,7 +61,7 @@ func TestR1ExecuteRespectsTheLockedKey(t *testing.T) {
 	errs := make(chan error, 10)
 	for range 10 {
 		wg.Go(func() {
-			errs <- e.p.Execute(ctx(t), []string{"item_1"}, buy, provider.ExecuteOptions{Timeout: wait})
+			errs <- e.P.Execute(ctx(t), []string{"item_1"}, buy, provider.ExecuteOptions{Timeout: wait})
 		})
 	}
 	wg.Wait()
@@ -70,25 +71,25 @@ func TestR1ExecuteRespectsTheLockedKey(t *testing.T) {
 	}
 	require.Equal(t, int64(0), stock.Load())
 	require.Zero(t, overlaps.Load(), "two jobs ran at once")
-	e.requireFree("item_1")
+	e.RequireFree("item_1")
 }
 
 func TestR2AcquireAndRelease(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	require.NoError(t, e.p.Acquire(c, []string{"key_name"}, provider.AcquireOptions{Owner: "user_id_123"}))
+	require.NoError(t, e.P.Acquire(c, []string{"key_name"}, provider.AcquireOptions{Owner: "user_id_123"}))
 
-	ok, err := e.p.Release(c, []string{"key_name"}, "user_id_456")
+	ok, err := e.P.Release(c, []string{"key_name"}, "user_id_456")
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	err = e.p.Acquire(c, []string{"key_name"}, provider.AcquireOptions{Owner: "user_id_456"})
+	err = e.P.Acquire(c, []string{"key_name"}, provider.AcquireOptions{Owner: "user_id_456"})
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("key_name"))
 
-	ok, err = e.p.Release(c, []string{"key_name"}, "user_id_123")
+	ok, err = e.P.Release(c, []string{"key_name"}, "user_id_123")
 	require.NoError(t, err)
 	require.True(t, ok)
-	e.requireFree("key_name")
+	e.RequireFree("key_name")
 }
 
 func TestR3AcquireAndReleaseDuringParallelCalls(t *testing.T) {
@@ -97,17 +98,17 @@ func TestR3AcquireAndReleaseDuringParallelCalls(t *testing.T) {
 	key := []string{"mySpecialKey"}
 	u1, u2 := provider.AcquireOptions{Owner: "user_id_456"}, provider.AcquireOptions{Owner: "user_id_000"}
 
-	require.NoError(t, e.p.Acquire(c, key, u1))
-	require.NoError(t, e.p.Acquire(c, key, u1), "the same owner re-enters")
+	require.NoError(t, e.P.Acquire(c, key, u1))
+	require.NoError(t, e.P.Acquire(c, key, u1), "the same owner re-enters")
 	for range 2 {
-		conflict(t, e.p.Acquire(c, key, u2), provider.ErrNotAcquired, notAcquiredMsg("mySpecialKey"))
+		conflict(t, e.P.Acquire(c, key, u2), provider.ErrNotAcquired, notAcquiredMsg("mySpecialKey"))
 	}
-	require.NoError(t, e.p.Acquire(c, key, u1))
+	require.NoError(t, e.P.Acquire(c, key, u1))
 
-	ok, err := e.p.Release(c, key, u2.Owner)
+	ok, err := e.P.Release(c, key, u2.Owner)
 	require.NoError(t, err)
 	require.False(t, ok)
-	ok, err = e.p.Release(c, key, u1.Owner)
+	ok, err = e.P.Release(c, key, u1.Owner)
 	require.NoError(t, err)
 	require.True(t, ok)
 }
@@ -116,17 +117,17 @@ func TestR4NoOwnerNeverReenters(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
 	key := []string{"k"}
-	require.NoError(t, e.p.Acquire(c, key, provider.AcquireOptions{}))
+	require.NoError(t, e.P.Acquire(c, key, provider.AcquireOptions{}))
 	for range 2 {
-		conflict(t, e.p.Acquire(c, key, provider.AcquireOptions{}), provider.ErrNotAcquired, notAcquiredMsg("k"))
+		conflict(t, e.P.Acquire(c, key, provider.AcquireOptions{}), provider.ErrNotAcquired, notAcquiredMsg("k"))
 	}
 	for range 2 {
-		conflict(t, e.p.Acquire(c, key, provider.AcquireOptions{Owner: "user_id_000"}), provider.ErrNotAcquired, notAcquiredMsg("k"))
+		conflict(t, e.P.Acquire(c, key, provider.AcquireOptions{Owner: "user_id_000"}), provider.ErrNotAcquired, notAcquiredMsg("k"))
 	}
-	ok, err := e.p.Release(c, key, "user_id_000")
+	ok, err := e.P.Release(c, key, "user_id_000")
 	require.NoError(t, err)
 	require.False(t, ok)
-	ok, err = e.p.Release(c, key, "")
+	ok, err = e.P.Release(c, key, "")
 	require.NoError(t, err)
 	require.True(t, ok)
 }
@@ -135,14 +136,14 @@ func TestR5ReleaseWhenTheJobFails(t *testing.T) {
 	e := newEnv(t, nil)
 	var calls1, calls2 int
 	boom := errors.New("boom")
-	err := e.p.Execute(ctx(t), []string{"lock_key"}, func(context.Context) error {
+	err := e.P.Execute(ctx(t), []string{"lock_key"}, func(context.Context) error {
 		calls1++
 		return boom
 	}, provider.ExecuteOptions{})
 	require.Same(t, boom, err)
-	e.requireFree("lock_key")
+	e.RequireFree("lock_key")
 
-	err = e.p.Execute(ctx(t), []string{"lock_key"}, func(context.Context) error {
+	err = e.P.Execute(ctx(t), []string{"lock_key"}, func(context.Context) error {
 		calls2++
 		return nil
 	}, provider.ExecuteOptions{})
@@ -162,7 +163,7 @@ func TestR6ReleaseOnTimeout(t *testing.T) {
 	var errs [3]error
 	var wg sync.WaitGroup
 	run := func(i int, timeout time.Duration, job func(context.Context) error) {
-		errs[i] = e.p.Execute(ctx(t), []string{"lock_key"}, job, provider.ExecuteOptions{Timeout: timeout})
+		errs[i] = e.P.Execute(ctx(t), []string{"lock_key"}, job, provider.ExecuteOptions{Timeout: timeout})
 	}
 
 	wg.Go(func() {
@@ -198,15 +199,15 @@ func TestR6ReleaseOnTimeout(t *testing.T) {
 	require.NoError(t, errs[2])
 	require.Equal(t, "fn_3", results[2])
 	require.Equal(t, [3]int32{1, 0, 1}, [3]int32{calls[0].Load(), calls[1].Load(), calls[2].Load()})
-	e.requireFree("lock_key")
+	e.RequireFree("lock_key")
 }
 
 func TestR8ReenterWithAwaitQueue(t *testing.T) {
 	e := newEnv(t, nil)
 	key := []string{"reentrant_key"}
-	require.NoError(t, e.p.Acquire(ctx(t), key, provider.AcquireOptions{Owner: "owner_reentry", Expire: 10 * time.Second}))
-	require.NoError(t, e.p.Acquire(ctx(t), key, provider.AcquireOptions{Owner: "owner_reentry", Expire: 10 * time.Second, AwaitQueue: true}))
-	ok, err := e.p.Release(ctx(t), key, "owner_reentry")
+	require.NoError(t, e.P.Acquire(ctx(t), key, provider.AcquireOptions{Owner: "owner_reentry", Expire: 10 * time.Second}))
+	require.NoError(t, e.P.Acquire(ctx(t), key, provider.AcquireOptions{Owner: "owner_reentry", Expire: 10 * time.Second, AwaitQueue: true}))
+	ok, err := e.P.Release(ctx(t), key, "owner_reentry")
 	require.NoError(t, err)
 	require.True(t, ok)
 }
@@ -215,18 +216,18 @@ func TestR9ReleaseAllIsScopedToTheOwner(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
 	ten := 10 * time.Second
-	require.NoError(t, e.p.Acquire(c, []string{"ra_mine"}, provider.AcquireOptions{Owner: "owner_a", Expire: ten}))
-	require.NoError(t, e.p.Acquire(c, []string{"ra_theirs"}, provider.AcquireOptions{Owner: "owner_b", Expire: ten}))
+	require.NoError(t, e.P.Acquire(c, []string{"ra_mine"}, provider.AcquireOptions{Owner: "owner_a", Expire: ten}))
+	require.NoError(t, e.P.Acquire(c, []string{"ra_theirs"}, provider.AcquireOptions{Owner: "owner_b", Expire: ten}))
 
-	n, err := e.p.ReleaseAll(c, "owner_a")
+	n, err := e.P.ReleaseAll(c, "owner_a")
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 
-	require.NoError(t, e.p.Acquire(c, []string{"ra_mine"}, provider.AcquireOptions{Owner: "owner_c", Expire: ten}))
-	err = e.p.Acquire(c, []string{"ra_theirs"}, provider.AcquireOptions{Owner: "owner_c", Expire: ten})
+	require.NoError(t, e.P.Acquire(c, []string{"ra_mine"}, provider.AcquireOptions{Owner: "owner_c", Expire: ten}))
+	err = e.P.Acquire(c, []string{"ra_theirs"}, provider.AcquireOptions{Owner: "owner_c", Expire: ten})
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("ra_theirs"))
 	for key, owner := range map[string]string{"ra_mine": "owner_c", "ra_theirs": "owner_b"} {
-		ok, err := e.p.Release(c, []string{key}, owner)
+		ok, err := e.P.Release(c, []string{key}, owner)
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
@@ -237,7 +238,7 @@ func TestR9ReleaseAllIsScopedToTheOwner(t *testing.T) {
 func TestR10NoDeadlockWithOppositeOrders(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, &quick)
-	second := newProvider(t, shared.Client(t), &provider.Options{Namespace: e.ns,
+	second := locktest.NewProvider(t, shared.Client(t), &provider.Options{Namespace: e.NS,
 		DefaultRetryInterval: time.Millisecond, MaximumRetryInterval: 5 * time.Millisecond})
 	orders := [][]string{{"abba_a", "abba_b"}, {"abba_b", "abba_a"}}
 	var active, overlaps atomic.Int32
@@ -245,7 +246,7 @@ func TestR10NoDeadlockWithOppositeOrders(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			p := []*provider.Provider{e.p, second}[i%2]
+			p := []*provider.Provider{e.P, second}[i%2]
 			owner := fmt.Sprintf("caller-%d", i)
 			c := ctx(t)
 			if err := p.Acquire(c, orders[i%2], provider.AcquireOptions{Owner: owner, Expire: 10 * time.Second, AwaitQueue: true}); err != nil {
@@ -269,40 +270,40 @@ func TestR10NoDeadlockWithOppositeOrders(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Zero(t, overlaps.Load())
-	e.requireFree("abba_a")
-	e.requireFree("abba_b")
+	e.RequireFree("abba_a")
+	e.RequireFree("abba_b")
 }
 
 func TestR11FailedMultiKeyAcquireRollsBack(t *testing.T) {
 	e := newEnv(t, nil)
-	e.set("rb_c", "owner_blocker", 10*time.Second)
-	err := e.p.Acquire(ctx(t), []string{"rb_c", "rb_a"}, provider.AcquireOptions{Owner: "owner_caller", Expire: 10 * time.Second})
+	e.Set("rb_c", "owner_blocker", 10*time.Second)
+	err := e.P.Acquire(ctx(t), []string{"rb_c", "rb_a"}, provider.AcquireOptions{Owner: "owner_caller", Expire: 10 * time.Second})
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("rb_c"))
-	e.requireFree("rb_a")
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"rb_a"}, provider.AcquireOptions{Owner: "owner_other"}))
-	e.requireOwner("rb_c", "owner_blocker")
+	e.RequireFree("rb_a")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"rb_a"}, provider.AcquireOptions{Owner: "owner_other"}))
+	e.RequireOwner("rb_c", "owner_blocker")
 }
 
 func TestR12FailedAcquireKeepsKeysTheOwnerAlreadyHeld(t *testing.T) {
 	e := newEnv(t, nil)
-	e.set("pre_a", "owner_caller", 0)
-	e.set("pre_z", "owner_blocker", 0)
-	err := e.p.Acquire(ctx(t), []string{"pre_z", "pre_a", "pre_m"}, provider.AcquireOptions{Owner: "owner_caller"})
+	e.Set("pre_a", "owner_caller", 0)
+	e.Set("pre_z", "owner_blocker", 0)
+	err := e.P.Acquire(ctx(t), []string{"pre_z", "pre_a", "pre_m"}, provider.AcquireOptions{Owner: "owner_caller"})
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("pre_z"))
 
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"pre_m"}, provider.AcquireOptions{Owner: "owner_probe"}))
-	ok, err := e.p.Release(ctx(t), []string{"pre_a"}, "owner_caller")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"pre_m"}, provider.AcquireOptions{Owner: "owner_probe"}))
+	ok, err := e.P.Release(ctx(t), []string{"pre_a"}, "owner_caller")
 	require.NoError(t, err)
 	require.True(t, ok, "pre_a stays held by the owner that held it before the failed call")
-	e.requireOwner("pre_z", "owner_blocker")
+	e.RequireOwner("pre_z", "owner_blocker")
 }
 
 func TestR13AnonymousAcquisitionsRollBack(t *testing.T) {
 	e := newEnv(t, nil)
-	e.set("anon_b", "owner_blocker", 10*time.Second)
-	err := e.p.Acquire(ctx(t), []string{"anon_b", "anon_a"}, provider.AcquireOptions{Expire: 10 * time.Second})
+	e.Set("anon_b", "owner_blocker", 10*time.Second)
+	err := e.P.Acquire(ctx(t), []string{"anon_b", "anon_a"}, provider.AcquireOptions{Expire: 10 * time.Second})
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("anon_b"))
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"anon_a"}, provider.AcquireOptions{Owner: "owner_probe"}))
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"anon_a"}, provider.AcquireOptions{Owner: "owner_probe"}))
 }
 
 // T1: a timed-out Execute gives back the key it took at once, leaves the other owner's key
@@ -310,44 +311,44 @@ func TestR13AnonymousAcquisitionsRollBack(t *testing.T) {
 func TestT1TimedOutExecuteGivesBackItsKeys(t *testing.T) {
 	e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
 	rec := record(e)
-	e.set("busy", "another-owner", 60*time.Second)
+	e.Set("busy", "another-owner", 60*time.Second)
 	called := false
-	err := e.p.Execute(ctx(t), []string{"free", "busy"}, func(context.Context) error {
+	err := e.P.Execute(ctx(t), []string{"free", "busy"}, func(context.Context) error {
 		called = true
 		return nil
 	}, provider.ExecuteOptions{Timeout: 300 * time.Millisecond})
 	conflict(t, err, provider.ErrTimedOut, timedOutMsg)
 	require.False(t, called)
-	e.requireFree("free")
-	e.requireOwner("busy", "another-owner")
+	e.RequireFree("free")
+	e.RequireOwner("busy", "another-owner")
 	require.Greater(t, e.ttl("busy"), int64(50), "the other owner's TTL is untouched")
 
 	// Once busy is released, the timed-out call does not take anything late.
 	attempts := len(rec.of("acquire"))
-	require.NoError(t, e.rdb.Del(ctx(t), e.key("busy")).Err())
+	require.NoError(t, e.RDB.Del(ctx(t), e.Key("busy")).Err())
 	var got string
-	err = e.p.Execute(ctx(t), []string{"free"}, func(context.Context) error {
+	err = e.P.Execute(ctx(t), []string{"free"}, func(context.Context) error {
 		got = "available"
 		return nil
 	}, provider.ExecuteOptions{})
 	require.NoError(t, err)
 	require.Equal(t, "available", got)
 	require.Len(t, rec.of("acquire"), attempts+1, "only the new Execute tried to acquire")
-	e.requireFree("busy")
+	e.RequireFree("busy")
 }
 
 // M7: while Execute holds a key, another owner cannot take it; afterwards it can.
 func TestM7HoldTheKeysUntilTheJobIsDone(t *testing.T) {
 	e := newEnv(t, nil)
 	other := provider.AcquireOptions{Owner: "someone_else"}
-	err := e.p.Execute(ctx(t), []string{"held_key"}, func(c context.Context) error {
-		err := e.p.Acquire(c, []string{"held_key"}, other)
+	err := e.P.Execute(ctx(t), []string{"held_key"}, func(c context.Context) error {
+		err := e.P.Acquire(c, []string{"held_key"}, other)
 		conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("held_key"))
 		return nil
 	}, provider.ExecuteOptions{})
 	require.NoError(t, err)
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"held_key"}, other))
-	ok, err := e.p.Release(ctx(t), []string{"held_key"}, "someone_else")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"held_key"}, other))
+	ok, err := e.P.Release(ctx(t), []string{"held_key"}, "someone_else")
 	require.NoError(t, err)
 	require.True(t, ok)
 }

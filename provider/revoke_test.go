@@ -2,7 +2,7 @@ package provider_test
 
 // Force-release tells the holder first (docs/safety.md, "Force-release"), and holders hear what
 // happens to their keys (hear.go). Each test has a holder and a waiter, each with a Provider of
-// its own, and an operator (an operator.Inspector: env.ops), as three processes would; times are
+// its own, and an operator (an operator.Inspector: env.Ops), as three processes would; times are
 // taken on this process's monotonic clock. The force-release's own outcomes are tested in
 // package operator.
 
@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
@@ -59,29 +60,29 @@ type granted struct {
 func TestForceReleaseTellsALiveLeaseFirst(t *testing.T) {
 	e := newEnv(t, nil)
 	other := func() *provider.Provider {
-		p := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+		p := locktest.NewProvider(t, e.PC, &provider.Options{Namespace: e.NS})
 		t.Cleanup(p.Close)
 		return p
 	}
-	holderP, waiterP := e.p, other()
+	holderP, waiterP := e.P, other()
 	c := ctx(t)
 	lease, err := holderP.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
 	obs := waiter(t, waiterP, "k", wait)
 	awaitHearing(t, holderP, lease)
 
-	seen, ok, err := e.ops.Get(c, "k")
+	seen, ok, err := e.Ops.Get(c, "k")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Empty(t, operator.CannotBeTold(seen), "a live lease can be told")
-	how, err := e.ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
+	how, err := e.Ops.ForceReleaseHold(c, seen, operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.HolderTold, how)
 
 	toldAt := told(t, lease)
 	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
 	require.Contains(t, lease.Err().Error(), "force-released")
-	e.requireOwner("k", lease.Owner()) // still held: the holder has not released it
+	e.RequireOwner("k", lease.Owner()) // still held: the holder has not released it
 	select {
 	case g := <-obs:
 		t.Fatalf("the waiter got the key (at %v, err %v) before the holder released it", g.at, g.err)
@@ -101,12 +102,12 @@ func TestForceReleaseTellsALiveLeaseFirst(t *testing.T) {
 // from the revocation on.
 func TestAToldHolderThatNeverReleasesKeepsTheKeyUntilItsDeadline(t *testing.T) {
 	e := newEnv(t, nil)
-	waiterP := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+	waiterP := locktest.NewProvider(t, e.PC, &provider.Options{Namespace: e.NS})
 	t.Cleanup(waiterP.Close)
 	c := ctx(t)
-	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 2 * time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 2 * time.Second})
 	require.NoError(t, err)
-	how, err := e.ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
+	how, err := e.Ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.HolderTold, how)
 	told(t, lease)
@@ -121,11 +122,11 @@ func TestAToldHolderThatNeverReleasesKeepsTheKeyUntilItsDeadline(t *testing.T) {
 func TestAHolderThatHearsNothingIsToldAtItsNextRenewal(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	deaf := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+	deaf := locktest.NewProvider(t, e.PC, &provider.Options{Namespace: e.NS})
 	deaf.Close() // no listener: renewals alone tell it
 	lease, err := deaf.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: time.Second})
 	require.NoError(t, err)
-	how, err := e.ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
+	how, err := e.Ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.HolderTold, how)
 	told(t, lease)
@@ -139,10 +140,10 @@ func TestAHolderThatHearsNothingIsToldAtItsNextRenewal(t *testing.T) {
 func TestAFreedLeaseHearsItAtOnce(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	lease, err := e.p.AcquireLease(c, []string{"lease"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"lease"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
-	awaitHearing(t, e.p, lease)
-	how, err := e.ops.ForceReleaseOwner(c, "lease", lease.Owner(), operator.FreeNow)
+	awaitHearing(t, e.P, lease)
+	how, err := e.Ops.ForceReleaseOwner(c, "lease", lease.Owner(), operator.FreeNow)
 	require.NoError(t, err)
 	require.Equal(t, operator.Freed, how)
 	told(t, lease)
@@ -155,11 +156,11 @@ func TestAHolderHearsItsKeyDeletedByHand(t *testing.T) {
 	srv := redistest.Start(t)
 	e := newEnvOn(t, srv, nil)
 	c := ctx(t)
-	require.NoError(t, e.rdb.ConfigSet(c, "notify-keyspace-events", "Kgx").Err())
-	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, e.RDB.ConfigSet(c, "notify-keyspace-events", "Kgx").Err())
+	lease, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
-	awaitHearing(t, e.p, lease)
-	require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
+	awaitHearing(t, e.P, lease)
+	require.NoError(t, e.RDB.Del(c, e.Key("k")).Err())
 	told(t, lease)
 	require.Contains(t, lease.Err().Error(), "reported the key del")
 }
@@ -170,12 +171,12 @@ func TestAHolderHearsItsKeyDeletedByHand(t *testing.T) {
 func TestAStaleFreeMessageDoesNotEndALease(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
-	awaitHearing(t, e.p, lease)
+	awaitHearing(t, e.P, lease)
 	before := provider.ChecksRun(lease)
 	deadline := lease.Deadline()
-	require.NoError(t, e.rdb.Publish(c, provider.FreeChannel(e.ns), "\n"+e.key("k")).Err())
+	require.NoError(t, e.RDB.Publish(c, provider.FreeChannel(e.NS), "\n"+e.Key("k")).Err())
 	require.Eventually(t, func() bool { return provider.ChecksRun(lease) > before }, wait, time.Millisecond,
 		"the lease checks its key on hearing of a release of it")
 	require.NoError(t, lease.Err())
@@ -192,30 +193,22 @@ func TestReleasingAnOwnersLocksTellsItsLeasesFirst(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
 	const owner = "svc"
-	require.NoError(t, e.p.Acquire(c, []string{"plain"}, provider.AcquireOptions{Owner: owner, Expire: time.Minute}))
-	lease, err := e.p.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
-	require.NoError(t, err)
-	awaitHearing(t, e.p, lease)
-	got := map[string]operator.Revocation{}
-	n, err := e.ops.ReleaseAllWith(c, owner, operator.ScanOptions{}, operator.TellHolderFirst,
-		func(l operator.Lock, how operator.Revocation) { got[l.Key] = how })
-	require.NoError(t, err)
-	require.Equal(t, 2, n)
-	require.Equal(t, map[string]operator.Revocation{"plain": operator.Freed, "leased": operator.HolderTold}, got)
-	e.requireFree("plain")
+	lease := e.HoldPlainAndLease(c, owner)
+	awaitHearing(t, e.P, lease)
+	e.RequireReleaseAllTellsTheLease(c, owner)
 	told(t, lease)
 	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
-	e.requireOwner("leased", owner) // until its holder releases it
-	_, err = lease.Release(c)
+	e.RequireOwner("leased", owner) // until its holder releases it
+	_, err := lease.Release(c)
 	require.NoError(t, err)
-	e.requireFree("leased")
+	e.RequireFree("leased")
 
-	again, err := e.p.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
+	again, err := e.P.AcquireLease(c, []string{"leased"}, provider.LeaseOptions{Owner: owner, Expire: 30 * time.Second})
 	require.NoError(t, err)
-	n, err = e.p.ReleaseAll(c, owner)
+	n, err := e.P.ReleaseAll(c, owner)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
-	e.requireFree("leased")
+	e.RequireFree("leased")
 	told(t, again)
 	require.Contains(t, again.Err().Error(), "reported the key freed")
 }
@@ -226,16 +219,16 @@ func TestReleasingAnOwnersLocksTellsItsLeasesFirst(t *testing.T) {
 func TestARevokedHoldCannotBeJoined(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	deaf := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
+	deaf := locktest.NewProvider(t, e.PC, &provider.Options{Namespace: e.NS})
 	deaf.Close() // hears nothing: renewals alone tell it
 	lease, err := deaf.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Owner: "svc", Expire: time.Second})
 	require.NoError(t, err)
-	how, err := e.ops.ForceReleaseOwner(c, "k", "svc", operator.TellHolderFirst)
+	how, err := e.Ops.ForceReleaseOwner(c, "k", "svc", operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.HolderTold, how)
-	err = e.p.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "svc", Expire: time.Second})
+	err = e.P.Acquire(c, []string{"k"}, provider.AcquireOptions{Owner: "svc", Expire: time.Second})
 	require.ErrorIs(t, err, provider.ErrNotAcquired, "the same owner does not re-enter a revoked hold")
-	require.False(t, e.seen("k").Record.RevokedAt.IsZero(), "the revocation stays")
+	require.False(t, e.Seen("k").Record.RevokedAt.IsZero(), "the revocation stays")
 	told(t, lease)
 	require.ErrorIs(t, lease.Err(), provider.ErrRevoked)
 }
@@ -247,7 +240,7 @@ func TestALeaseThatMissedRenewalsIsToldNotFreed(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
 	rec := record(e)
-	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 3 * time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 3 * time.Second})
 	require.NoError(t, err)
 	rec.setFail(func(_ context.Context, sc scriptCall) error {
 		if sc.Script == "extend" {
@@ -257,12 +250,12 @@ func TestALeaseThatMissedRenewalsIsToldNotFreed(t *testing.T) {
 	})
 	// Two renewal intervals without a renewal: the lock has under a third of its TTL left, the
 	// holder's deadline (at 2.7 s) is still ahead.
-	require.Eventually(t, func() bool { return e.rdb.PTTL(c, e.key("k")).Val() < 900*time.Millisecond }, wait, time.Millisecond)
+	require.Eventually(t, func() bool { return e.RDB.PTTL(c, e.Key("k")).Val() < 900*time.Millisecond }, wait, time.Millisecond)
 	require.NoError(t, lease.Err(), "the holder still believes")
-	how, err := e.ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
+	how, err := e.Ops.ForceReleaseOwner(c, "k", lease.Owner(), operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.HolderTold, how)
-	e.requireOwner("k", lease.Owner())
+	e.RequireOwner("k", lease.Owner())
 }
 
 // Found in review. A check asked for just as the renewal timer fires waits for that renewal:
@@ -287,9 +280,9 @@ func TestACheckRacingTheRenewalTimerWaitsForIt(t *testing.T) {
 		}
 		return nil
 	})
-	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	lease, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
-	awaitHearing(t, e.p, lease)
+	awaitHearing(t, e.P, lease)
 	inflight.Store(0)
 	most.Store(0)
 	before := provider.ChecksRun(lease)
@@ -307,7 +300,7 @@ func TestACheckRacingTheRenewalTimerWaitsForIt(t *testing.T) {
 func TestALeaseRevokedWhileItWaitsIsNotGranted(t *testing.T) {
 	e := newEnv(t, nil)
 	c := ctx(t)
-	other := newProvider(t, e.rdb, &provider.Options{Namespace: e.ns})
+	other := locktest.NewProvider(t, e.RDB, &provider.Options{Namespace: e.NS})
 	require.NoError(t, other.Acquire(c, []string{"b"}, provider.AcquireOptions{Owner: "x", Expire: time.Minute}))
 	type result struct {
 		l   *provider.Lease
@@ -315,19 +308,19 @@ func TestALeaseRevokedWhileItWaitsIsNotGranted(t *testing.T) {
 	}
 	out := make(chan result, 1)
 	go func() {
-		l, err := e.p.AcquireLease(c, []string{"a", "b"}, provider.LeaseOptions{Owner: "svc", Expire: 30 * time.Second, Timeout: wait})
+		l, err := e.P.AcquireLease(c, []string{"a", "b"}, provider.LeaseOptions{Owner: "svc", Expire: 30 * time.Second, Timeout: wait})
 		out <- result{l, err}
 	}()
-	require.Eventually(t, func() bool { o, ok := e.owner("a"); return ok && o == "svc" }, wait, time.Millisecond)
-	how, err := e.ops.ForceReleaseOwner(c, "a", "svc", operator.TellHolderFirst)
+	require.Eventually(t, func() bool { o, ok := e.Owner("a"); return ok && o == "svc" }, wait, time.Millisecond)
+	how, err := e.Ops.ForceReleaseOwner(c, "a", "svc", operator.TellHolderFirst)
 	require.NoError(t, err)
 	require.Equal(t, operator.HolderTold, how)
 	_, err = other.Release(c, []string{"b"}, "x")
 	require.NoError(t, err)
 	r := <-out
 	require.ErrorIs(t, r.err, provider.ErrRevoked)
-	e.requireFree("a")
-	e.requireFree("b")
+	e.RequireFree("a")
+	e.RequireFree("b")
 }
 
 // A key deleted under its holder (by hand here; an eviction is heard the same way, as
@@ -339,15 +332,15 @@ func TestADeletedKeysHolderIsToldAsAWaiterEnters(t *testing.T) {
 	srv := redistest.Start(t)
 	e := newEnvOn(t, srv, nil)
 	c := ctx(t)
-	require.NoError(t, e.rdb.ConfigSet(c, "notify-keyspace-events", "Kgxe").Err())
-	waiterP := newProvider(t, e.pc, &provider.Options{Namespace: e.ns})
-	lease, err := e.p.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
+	require.NoError(t, e.RDB.ConfigSet(c, "notify-keyspace-events", "Kgxe").Err())
+	waiterP := locktest.NewProvider(t, e.PC, &provider.Options{Namespace: e.NS})
+	lease, err := e.P.AcquireLease(c, []string{"k"}, provider.LeaseOptions{Expire: 30 * time.Second})
 	require.NoError(t, err)
 	obs := waiter(t, waiterP, "k", wait)
 	require.Eventually(t, func() bool {
-		return provider.WakeupsLive(e.p) && provider.WakeupsLive(waiterP)
+		return provider.WakeupsLive(e.P) && provider.WakeupsLive(waiterP)
 	}, wait, time.Millisecond, "both listeners are up")
-	require.NoError(t, e.rdb.Del(c, e.key("k")).Err())
+	require.NoError(t, e.RDB.Del(c, e.Key("k")).Err())
 	toldAt := told(t, lease)
 	g := <-obs
 	require.NoError(t, g.err)

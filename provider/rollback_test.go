@@ -33,14 +33,14 @@ func TestFailedAcquireRestoresTheTTLOfKeysTheOwnerHeld(t *testing.T) {
 		for _, busy := range []string{"z", "a"} {
 			t.Run(c.name+"/busy "+busy, func(t *testing.T) {
 				e := newEnv(t, &provider.Options{MaximumRetryInterval: 20 * time.Millisecond})
-				e.set("k", "o", c.before)
-				e.set(busy, "other", 0)
+				e.Set("k", "o", c.before)
+				e.Set(busy, "other", 0)
 				call, cancel := context.WithTimeout(ctx(t), 100*time.Millisecond)
 				defer cancel()
-				err := e.p.Acquire(call, []string{"k", busy}, provider.AcquireOptions{Owner: "o", Expire: c.expire, AwaitQueue: c.queue})
+				err := e.P.Acquire(call, []string{"k", busy}, provider.AcquireOptions{Owner: "o", Expire: c.expire, AwaitQueue: c.queue})
 				require.ErrorIs(t, err, provider.ErrNotAcquired)
-				e.requireOwner("k", "o")
-				e.requireOwner(busy, "other")
+				e.RequireOwner("k", "o")
+				e.RequireOwner(busy, "other")
 				if c.wantTTL < 0 {
 					require.Equal(t, int64(-1), e.ttl("k"), "k still never expires")
 					return

@@ -19,6 +19,7 @@ import (
 
 	"github.com/locktui/locktui/internal/redisproc"
 	"github.com/locktui/locktui/internal/testsupport/faultproxy"
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
@@ -123,7 +124,7 @@ func TestAWaitStartedWhileRedisIsDownRidesItOut(t *testing.T) {
 			t.Cleanup(func() { _ = client.Close() })
 			failed := &redistest.Recorder{}
 			client.AddHook(failed)
-			p := newProvider(t, client, &provider.Options{Namespace: freshNamespace(t), Logger: slog.New(slog.DiscardHandler)})
+			p := locktest.NewProvider(t, client, &provider.Options{Namespace: locktest.Namespace(t), Logger: slog.New(slog.DiscardHandler)})
 
 			restarted := make(chan error, 1)
 			// Down longer than go-redis's own retries of a call last (about 2 s), so that the
@@ -210,12 +211,12 @@ func bareProxiedEnv(t *testing.T) (*env, *faultproxy.Proxy) {
 	client := redis.NewClient(&redis.Options{Addr: px.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	e := newEnv(t, nil)
-	e.pc = client
-	e.p = newProvider(t, client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler),
+	e.PC = client
+	e.P = locktest.NewProvider(t, client, &provider.Options{Namespace: e.NS, Logger: slog.New(slog.DiscardHandler),
 		MaximumRetryInterval: 20 * time.Millisecond})
 	c := ctx(t)
-	require.NoError(t, e.p.Acquire(c, []string{"warm-up"}, provider.AcquireOptions{Owner: "warm-up"})) // scripts loaded
-	ok, err := e.p.Release(c, []string{"warm-up"}, "warm-up")
+	require.NoError(t, e.P.Acquire(c, []string{"warm-up"}, provider.AcquireOptions{Owner: "warm-up"})) // scripts loaded
+	ok, err := e.P.Release(c, []string{"warm-up"}, "warm-up")
 	require.NoError(t, err)
 	require.True(t, ok)
 	return e, px
@@ -229,20 +230,20 @@ func TestAWaitThatRodeOutAnOutageGivesBackWhatItTook(t *testing.T) {
 		t.Run(call.name, func(t *testing.T) {
 			e, px := bareProxiedEnv(t)
 			failed := &redistest.Recorder{}
-			e.pc.AddHook(failed)
-			e.set("b", "holder", 0)
+			e.PC.AddHook(failed)
+			e.Set("b", "holder", 0)
 			px.Refuse(true)
 			px.CutAll()
 			done := make(chan error, 1)
-			go func() { done <- call.run(ctx(t), e.p, time.Second) }()
+			go func() { done <- call.run(ctx(t), e.P, time.Second) }()
 			awaitUnreachable(t, failed, 2)
 			px.Refuse(false)
 			err := <-done
 			conflict(t, err, call.kind, map[error]string{provider.ErrTimedOut: timedOutMsg, provider.ErrNotAcquired: notAcquiredMsg("b")}[call.kind])
 			var down *provider.UnreachableError
 			require.False(t, errors.As(err, &down), "Redis answered the last attempt: %v", err)
-			e.requireFree("a")
-			e.requireOwner("b", "holder")
+			e.RequireFree("a")
+			e.RequireOwner("b", "holder")
 		})
 	}
 }
@@ -254,25 +255,25 @@ func TestAWaitThatRodeOutAnOutageGivesBackWhatItTook(t *testing.T) {
 func TestAWaitRetriesAnAttemptOfUnknownOutcomeUnderItsClaim(t *testing.T) {
 	e, px := bareProxiedEnv(t)
 	failed := &redistest.Recorder{}
-	e.pc.AddHook(failed)
+	e.PC.AddHook(failed)
 	px.LoseReplyTo([]byte("lost-owner"), func() { px.Refuse(true) })
 	done := make(chan error, 1)
 	go func() {
-		done <- e.p.Acquire(ctx(t), []string{"a"}, provider.AcquireOptions{Owner: "lost-owner", Claim: "claim-1",
+		done <- e.P.Acquire(ctx(t), []string{"a"}, provider.AcquireOptions{Owner: "lost-owner", Claim: "claim-1",
 			AwaitQueue: true, Expire: time.Minute})
 	}()
 	awaitUnreachable(t, failed, 2)
 	require.Equal(t, 1, px.LostReplies())
 	px.Refuse(false)
 	require.NoError(t, <-done)
-	e.requireOwner("a", "lost-owner")
-	settled, err := e.p.Settle(ctx(t), []string{"a"}, "lost-owner", "claim-1")
+	e.RequireOwner("a", "lost-owner")
+	settled, err := e.P.Settle(ctx(t), []string{"a"}, "lost-owner", "claim-1")
 	require.NoError(t, err)
 	require.True(t, settled, "the lock is the call's own")
-	ok, err := e.p.Release(ctx(t), []string{"a"}, "lost-owner")
+	ok, err := e.P.Release(ctx(t), []string{"a"}, "lost-owner")
 	require.NoError(t, err)
 	require.True(t, ok)
-	e.requireFree("a")
+	e.RequireFree("a")
 }
 
 // The same, but the wait then ends without its keys ("b" stays held): the give-back undoes the
@@ -280,22 +281,22 @@ func TestAWaitRetriesAnAttemptOfUnknownOutcomeUnderItsClaim(t *testing.T) {
 func TestAWaitThatFailsAfterAnAttemptOfUnknownOutcomeGivesItBack(t *testing.T) {
 	e, px := bareProxiedEnv(t)
 	failed := &redistest.Recorder{}
-	e.pc.AddHook(failed)
-	e.set("b", "holder", 0)
+	e.PC.AddHook(failed)
+	e.Set("b", "holder", 0)
 	px.LoseReplyTo([]byte("lost-owner"), func() { px.Refuse(true) })
 	c, cancel := context.WithTimeout(ctx(t), 2*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- e.p.Acquire(c, []string{"a", "b"}, provider.AcquireOptions{Owner: "lost-owner", AwaitQueue: true, Expire: time.Minute})
+		done <- e.P.Acquire(c, []string{"a", "b"}, provider.AcquireOptions{Owner: "lost-owner", AwaitQueue: true, Expire: time.Minute})
 	}()
 	awaitUnreachable(t, failed, 2)
 	require.Equal(t, 1, px.LostReplies())
 	px.Refuse(false)
 	err := <-done
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("b"))
-	e.requireFree("a")
-	e.requireOwner("b", "holder")
+	e.RequireFree("a")
+	e.RequireOwner("b", "holder")
 }
 
 // While Redis cannot be reached at the end of a wait that may have taken a key, the give-back
@@ -303,11 +304,11 @@ func TestAWaitThatFailsAfterAnAttemptOfUnknownOutcomeGivesItBack(t *testing.T) {
 func TestAWaitEndingWhileRedisIsDownAfterAnUnknownOutcomeSaysSo(t *testing.T) {
 	e, px := bareProxiedEnv(t)
 	failed := &redistest.Recorder{}
-	e.pc.AddHook(failed)
+	e.PC.AddHook(failed)
 	// Every connection goes, idle ones too: the lease's first round trip (the server's run_id)
 	// may have left one in the pool beside the one whose reply is lost.
 	px.LoseReplyTo([]byte("lost-owner"), func() { px.Refuse(true); px.CutAll() })
-	l, err := e.p.AcquireLease(ctx(t), []string{"a"}, provider.LeaseOptions{Owner: "lost-owner", Timeout: time.Second})
+	l, err := e.P.AcquireLease(ctx(t), []string{"a"}, provider.LeaseOptions{Owner: "lost-owner", Timeout: time.Second})
 	require.Nil(t, l)
 	require.Equal(t, 1, px.LostReplies())
 	require.ErrorIs(t, err, provider.ErrTimedOut)
@@ -319,7 +320,7 @@ func TestAWaitEndingWhileRedisIsDownAfterAnUnknownOutcomeSaysSo(t *testing.T) {
 	var down *provider.UnreachableError
 	require.ErrorAs(t, err, &down)
 	px.Refuse(false)
-	e.requireOwner("a", "lost-owner") // the honest outcome: the first run took it
+	e.RequireOwner("a", "lost-owner") // the honest outcome: the first run took it
 }
 
 // A server that cannot take writes (a replica, before a failover promotes it) answers every
@@ -331,15 +332,15 @@ func TestAWaitRidesOutAReadOnlyReplicaUntilItIsPromoted(t *testing.T) {
 	replica := redistest.StartWith(t, redistest.Config{Args: []string{"--replicaof", "127.0.0.1", port}})
 	e := newEnvOn(t, replica, nil)
 	failed := &redistest.Recorder{}
-	e.pc.AddHook(failed)
+	e.PC.AddHook(failed)
 	done := make(chan error, 1)
 	go func() {
-		done <- e.p.Acquire(ctx(t), []string{"a"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true, Expire: time.Minute})
+		done <- e.P.Acquire(ctx(t), []string{"a"}, provider.AcquireOptions{Owner: "me", AwaitQueue: true, Expire: time.Minute})
 	}()
 	awaitUnreachable(t, failed, 1)
-	require.NoError(t, e.rdb.Do(ctx(t), "REPLICAOF", "NO", "ONE").Err())
+	require.NoError(t, e.RDB.Do(ctx(t), "REPLICAOF", "NO", "ONE").Err())
 	require.NoError(t, <-done)
-	e.requireOwner("a", "me")
+	e.RequireOwner("a", "me")
 }
 
 // Defect (a fresh clone's make test, e2e TestBridgeAndStockExcludeEachOther): a wait whose own
@@ -352,11 +353,11 @@ func TestAWaitCutByItsTimeoutDoesNotSayRedisWasUnreachable(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: px.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
 	e := newEnv(t, nil)
-	e.p = newProvider(t, client, &provider.Options{Namespace: e.ns, Logger: slog.New(slog.DiscardHandler)})
-	warmUpLease(t, e.p) // the run_id is read: the lease's first round trip is its attempt
-	e.set("k", "holder", 0)
+	e.P = locktest.NewProvider(t, client, &provider.Options{Namespace: e.NS, Logger: slog.New(slog.DiscardHandler)})
+	warmUpLease(t, e.P) // the run_id is read: the lease's first round trip is its attempt
+	e.Set("k", "holder", 0)
 	px.Delay(faultproxy.Downstream, 1500*time.Millisecond) // every reply comes after the timeout
-	_, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Timeout: time.Second})
+	_, err := e.P.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Timeout: time.Second})
 	px.Restore(faultproxy.Downstream)
 	require.ErrorIs(t, err, provider.ErrTimedOut)
 	var down *provider.UnreachableError

@@ -70,7 +70,7 @@ type waitRun struct {
 // start runs the call with c and its own timeout.
 func (r *waitRun) start(c context.Context, timeout time.Duration) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- r.call.run(c, r.e.p, []string{"b", "a"}, timeout) }()
+	go func() { done <- r.call.run(c, r.e.P, []string{"b", "a"}, timeout) }()
 	return done
 }
 
@@ -143,12 +143,12 @@ func newWaitRun(t *testing.T, call waitCall, end waitEnd) *waitRun {
 		waker = instantWaker{}
 	}
 	r.e = newEnv(t, &provider.Options{Waker: waker})
-	r.e.set("b", "other", 0)
+	r.e.Set("b", "other", 0)
 	r.rec = record(r.e)
 	if end.inCall {
 		r.rec.setFail(func(c context.Context, sc scriptCall) error {
 			// The first attempt sent "a" and "b" together; the next one on "b" is the retry.
-			if sc.Script != "acquire" || sc.Key != r.e.key("b") || len(r.rec.of("acquire")) < 2 {
+			if sc.Script != "acquire" || sc.Key != r.e.Key("b") || len(r.rec.of("acquire")) < 2 {
 				return nil
 			}
 			r.rec.setFail(nil)
@@ -185,8 +185,8 @@ func TestEveryEndedWaitIsAConflictWithItsCause(t *testing.T) {
 				}
 				require.ErrorIs(t, err, cause)
 				require.NotErrorIs(t, err, provider.ErrOutcomeUnknown)
-				r.e.requireFree("a")
-				r.e.requireOwner("b", "other")
+				r.e.RequireFree("a")
+				r.e.RequireOwner("b", "other")
 			})
 		}
 	}
@@ -243,10 +243,10 @@ func TestLateGrantEndedByTheCallerIsAConflict(t *testing.T) {
 		}
 		return nil
 	})
-	_, err := e.p.AcquireLease(c, []string{"b", "a"}, provider.LeaseOptions{Expire: time.Second, Timeout: time.Hour})
+	_, err := e.P.AcquireLease(c, []string{"b", "a"}, provider.LeaseOptions{Expire: time.Second, Timeout: time.Hour})
 	conflict(t, err, provider.ErrNotAcquired, notAcquiredMsg("a"))
 	require.ErrorIs(t, err, errShutdown)
 	require.NotEmpty(t, rec.of("giveback"), "the late grant was given back")
-	e.requireFree("a")
-	e.requireFree("b")
+	e.RequireFree("a")
+	e.RequireFree("b")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 )
 
@@ -17,11 +18,11 @@ func TestReleaseIsAnnouncedOnlyWhenAWaiterIsMarked(t *testing.T) {
 	noLeaks(t)
 	obs, waiting := waitSignal()
 	e := newEnv(t, slowOpts(obs, false))
-	sub := e.srv.Client(t).Subscribe(ctx(t), provider.FreeChannel(e.ns))
+	sub := e.Srv.Client(t).Subscribe(ctx(t), provider.FreeChannel(e.NS))
 	t.Cleanup(func() { _ = sub.Close() })
 	_, err := sub.Receive(ctx(t)) // the subscription's confirmation
 	require.NoError(t, err)
-	other := newProvider(t, e.srv.Client(t), &provider.Options{Namespace: e.ns})
+	other := locktest.NewProvider(t, e.Srv.Client(t), &provider.Options{Namespace: e.NS})
 	for _, k := range []string{"alone", "waited"} {
 		require.NoError(t, other.Acquire(ctx(t), []string{k}, provider.AcquireOptions{Owner: "holder"}))
 	}
@@ -29,9 +30,9 @@ func TestReleaseIsAnnouncedOnlyWhenAWaiterIsMarked(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	done := goAcquire(t, e.p, []string{"waited"}, "me")
+	done := goAcquire(t, e.P, []string{"waited"}, "me")
 	awaitWaiting(t, waiting, "me")
-	left, err := e.rdb.PTTL(ctx(t), provider.WaitersKey(e.key("waited"))).Result()
+	left, err := e.RDB.PTTL(ctx(t), provider.WaitersKey(e.Key("waited"))).Result()
 	require.NoError(t, err)
 	require.Greater(t, left, slowBackoff, "the marker outlives the waiter's longest sleep")
 	ok, err = other.Release(ctx(t), []string{"waited"}, "holder")
@@ -39,9 +40,9 @@ func TestReleaseIsAnnouncedOnlyWhenAWaiterIsMarked(t *testing.T) {
 	require.True(t, ok)
 	msg, err := sub.ReceiveMessage(ctx(t))
 	require.NoError(t, err)
-	require.Equal(t, "\n"+e.key("waited"), msg.Payload, "the first announcement is the waited key's")
+	require.Equal(t, "\n"+e.Key("waited"), msg.Payload, "the first announcement is the waited key's")
 	require.NoError(t, result(t, done, "the waiter"))
-	e.requireOwner("waited", "me")
+	e.RequireOwner("waited", "me")
 }
 
 // A waiter whose Provider sleeps for less never shortens the marker that a waiter with a longer
@@ -51,7 +52,7 @@ func TestWaiterMarkerIsNeverShortened(t *testing.T) {
 	obs, waiting := waitSignal()
 	e := newEnv(t, slowOpts(obs, false))
 	polled, stop := make(chan struct{}), make(chan struct{})
-	quick := newProvider(t, e.srv.Client(t), &provider.Options{Namespace: e.ns, MaximumRetryInterval: 10 * time.Millisecond,
+	quick := locktest.NewProvider(t, e.Srv.Client(t), &provider.Options{Namespace: e.NS, MaximumRetryInterval: 10 * time.Millisecond,
 		Waker: &waker{onWait: func(n int) {
 			if n == 2 { // two attempts found the key held
 				close(polled)
@@ -60,8 +61,8 @@ func TestWaiterMarkerIsNeverShortened(t *testing.T) {
 				<-stop
 			}
 		}}})
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
-	slowDone := goAcquire(t, e.p, []string{"k"}, "slow")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+	slowDone := goAcquire(t, e.P, []string{"k"}, "slow")
 	awaitWaiting(t, waiting, "slow")
 	goAcquire(t, quick, []string{"k"}, "quick")
 	t.Cleanup(func() { close(stop) }) // before goAcquire's clean-up waits for the quick call
@@ -70,12 +71,12 @@ func TestWaiterMarkerIsNeverShortened(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("the quick waiter did not retry")
 	}
-	left, err := e.rdb.PTTL(ctx(t), provider.WaitersKey(e.key("k"))).Result()
+	left, err := e.RDB.PTTL(ctx(t), provider.WaitersKey(e.Key("k"))).Result()
 	require.NoError(t, err)
 	require.Greater(t, left, slowBackoff, "the slow waiter's marker is kept")
-	ok, err := e.p.Release(ctx(t), []string{"k"}, "holder")
+	ok, err := e.P.Release(ctx(t), []string{"k"}, "holder")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, result(t, slowDone, "the slow waiter"))
-	e.requireOwner("k", "slow")
+	e.RequireOwner("k", "slow")
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/provider"
 )
@@ -35,18 +36,18 @@ func TestForeignReleaseWakesAWaiter(t *testing.T) {
 			noLeaks(t)
 			obs, waiting := waitSignal()
 			e := newEnv(t, slowOpts(obs, fair))
-			other := newProvider(t, e.srv.Client(t), &provider.Options{Namespace: e.ns, FairQueue: fair})
+			other := locktest.NewProvider(t, e.Srv.Client(t), &provider.Options{Namespace: e.NS, FairQueue: fair})
 			require.NoError(t, other.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
-			done := goAcquire(t, e.p, []string{"k"}, "me")
+			done := goAcquire(t, e.P, []string{"k"}, "me")
 			awaitWaiting(t, waiting, "me")
-			awaitLive(t, e.p)
+			awaitLive(t, e.P)
 			ok, err := other.Release(ctx(t), []string{"k"}, "holder")
 			require.NoError(t, err)
 			require.True(t, ok)
 			require.NoError(t, result(t, done, "the waiter"))
-			e.requireOwner("k", "me")
+			e.RequireOwner("k", "me")
 			// No waiter left: the listener and its connection are gone.
-			require.Eventually(t, func() bool { return !provider.Listening(e.p) && !provider.WakeupsLive(e.p) },
+			require.Eventually(t, func() bool { return !provider.Listening(e.P) && !provider.WakeupsLive(e.P) },
 				wait, time.Millisecond)
 		})
 	}
@@ -59,19 +60,19 @@ func TestStockReleaseAndExpiryWakeAWaiterWithKeyspaceNotifications(t *testing.T)
 	srv := redistest.StartWith(t, redistest.Config{Args: []string{"--notify-keyspace-events", "Kgx"}})
 	obs, waiting := waitSignal()
 	e := newEnvOn(t, srv, slowOpts(obs, true))
-	require.NoError(t, e.rdb.SetNX(ctx(t), e.key("del"), "stock", 0).Err())
-	require.NoError(t, e.rdb.SetNX(ctx(t), e.key("exp"), "stock", 0).Err())
-	deleted := goAcquire(t, e.p, []string{"del"}, "a")
+	require.NoError(t, e.RDB.SetNX(ctx(t), e.Key("del"), "stock", 0).Err())
+	require.NoError(t, e.RDB.SetNX(ctx(t), e.Key("exp"), "stock", 0).Err())
+	deleted := goAcquire(t, e.P, []string{"del"}, "a")
 	awaitWaiting(t, waiting, "a")
-	expired := goAcquire(t, e.p, []string{"exp"}, "b")
+	expired := goAcquire(t, e.P, []string{"exp"}, "b")
 	awaitWaiting(t, waiting, "b")
-	awaitLive(t, e.p)
-	require.NoError(t, e.rdb.Del(ctx(t), e.key("del")).Err())
+	awaitLive(t, e.P)
+	require.NoError(t, e.RDB.Del(ctx(t), e.Key("del")).Err())
 	require.NoError(t, result(t, deleted, "the waiter on a deleted key"))
-	e.requireOwner("del", "a")
-	require.NoError(t, e.rdb.PExpire(ctx(t), e.key("exp"), 50*time.Millisecond).Err())
+	e.RequireOwner("del", "a")
+	require.NoError(t, e.RDB.PExpire(ctx(t), e.Key("exp"), 50*time.Millisecond).Err())
 	require.NoError(t, result(t, expired, "the waiter on an expired key"))
-	e.requireOwner("exp", "b")
+	e.RequireOwner("exp", "b")
 }
 
 // On a Cluster, the release script's PUBLISH reaches the listener whichever node holds the key
@@ -80,9 +81,9 @@ func TestClusterReleaseWakesAWaiter(t *testing.T) {
 	cl := redistest.StartCluster(t, 2).Client(t)
 	obs, waiting := waitSignal()
 	opts := slowOpts(obs, true)
-	opts.Namespace = freshNamespace(t)
-	p := newProvider(t, cl, opts)
-	other := newProvider(t, cl, &provider.Options{Namespace: opts.Namespace, FairQueue: true})
+	opts.Namespace = locktest.Namespace(t)
+	p := locktest.NewProvider(t, cl, opts)
+	other := locktest.NewProvider(t, cl, &provider.Options{Namespace: opts.Namespace, FairQueue: true})
 	// Keys on both masters (slots of "a".."f" spread over both halves).
 	for _, k := range []string{"a", "b", "c", "d", "e", "f"} {
 		require.NoError(t, other.Acquire(ctx(t), []string{k}, provider.AcquireOptions{Owner: "holder"}))
@@ -139,10 +140,10 @@ func TestAReleaseBeforeTheSubscriptionIsConfirmedIsNotMissed(t *testing.T) {
 			noLeaks(t)
 			obs, waiting := waitSignal()
 			opts := slowOpts(obs, fair)
-			opts.Namespace = freshNamespace(t)
+			opts.Namespace = locktest.Namespace(t)
 			gate := gatedSubscriber{Client: shared.Client(t), open: make(chan struct{})}
-			p := newProvider(t, gate, opts)
-			other := newProvider(t, shared.Client(t), &provider.Options{Namespace: opts.Namespace, FairQueue: fair})
+			p := locktest.NewProvider(t, gate, opts)
+			other := locktest.NewProvider(t, shared.Client(t), &provider.Options{Namespace: opts.Namespace, FairQueue: fair})
 			require.NoError(t, other.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 			done := goAcquire(t, p, []string{"k"}, "me")
 			awaitWaiting(t, waiting, "me")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/provider"
 	"github.com/stretchr/testify/require"
 )
@@ -77,7 +78,7 @@ func result(t *testing.T, done <-chan error, what string) error {
 func TestLocalReleaseWakesWaiters(t *testing.T) {
 	type holdFunc func(t *testing.T, e *env) (release func())
 	acquired := func(t *testing.T, e *env) {
-		require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+		require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 	}
 	cases := []struct {
 		name string
@@ -86,7 +87,7 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 		{"Release", func(t *testing.T, e *env) func() {
 			acquired(t, e)
 			return func() {
-				ok, err := e.p.Release(ctx(t), []string{"k"}, "holder")
+				ok, err := e.P.Release(ctx(t), []string{"k"}, "holder")
 				require.NoError(t, err)
 				require.True(t, ok)
 			}
@@ -94,13 +95,13 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 		{"ReleaseAll", func(t *testing.T, e *env) func() {
 			acquired(t, e)
 			return func() {
-				n, err := e.p.ReleaseAll(ctx(t), "holder")
+				n, err := e.P.ReleaseAll(ctx(t), "holder")
 				require.NoError(t, err)
 				require.Equal(t, 1, n)
 			}
 		}},
 		{"Lease.Release", func(t *testing.T, e *env) func() {
-			l, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{})
+			l, err := e.P.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{})
 			require.NoError(t, err)
 			return func() {
 				ok, err := l.Release(ctx(t))
@@ -115,7 +116,7 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 			var wg sync.WaitGroup
 			t.Cleanup(func() { end(); wg.Wait() })
 			wg.Go(func() {
-				done <- e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error {
+				done <- e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error {
 					close(inJob)
 					<-finish
 					return nil
@@ -128,13 +129,13 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 			}
 		}},
 		{"give-back of a failed Acquire", func(t *testing.T, e *env) func() {
-			e.set("k", "foreign", 0)
-			e.set("z", "other", 0)
+			e.Set("k", "foreign", 0)
+			e.Set("z", "other", 0)
 			return func() {
 				// Another process frees k: no wake-up. Then a call of this Provider takes k,
 				// fails on z and gives k back: that wakes the waiter.
-				require.NoError(t, e.rdb.Del(ctx(t), e.key("k")).Err())
-				err := e.p.Acquire(ctx(t), []string{"k", "z"}, provider.AcquireOptions{Owner: "x"})
+				require.NoError(t, e.RDB.Del(ctx(t), e.Key("k")).Err())
+				err := e.P.Acquire(ctx(t), []string{"k", "z"}, provider.AcquireOptions{Owner: "x"})
 				require.ErrorIs(t, err, provider.ErrNotAcquired)
 			}
 		}},
@@ -144,11 +145,11 @@ func TestLocalReleaseWakesWaiters(t *testing.T) {
 			obs, waiting := waitSignal()
 			e := slowEnv(t, obs, nil)
 			release := c.hold(t, e)
-			done := goAcquire(t, e.p, []string{"k"}, "me")
+			done := goAcquire(t, e.P, []string{"k"}, "me")
 			awaitWaiting(t, waiting, "me")
 			release()
 			require.NoError(t, result(t, done, "the waiter"))
-			e.requireOwner("k", "me")
+			e.RequireOwner("k", "me")
 		})
 	}
 }
@@ -162,24 +163,24 @@ func TestLocalWakeupOfAMultiKeyWait(t *testing.T) {
 	attemptsOnB := func() int {
 		n := 0
 		for _, call := range rec.of("acquire") {
-			if call.Key == e.key("b") && call.Args[0] == "me" {
+			if call.Key == e.Key("b") && call.Args[0] == "me" {
 				n++
 			}
 		}
 		return n
 	}
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"b"}, provider.AcquireOptions{Owner: "holder"}))
-	done := goAcquire(t, e.p, []string{"c", "a", "b"}, "me")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"b"}, provider.AcquireOptions{Owner: "holder"}))
+	done := goAcquire(t, e.P, []string{"c", "a", "b"}, "me")
 	awaitWaiting(t, waiting, "me")
-	e.requireFree("c") // given back while waiting on b
+	e.RequireFree("c") // given back while waiting on b
 	// The wake-up subscription's confirmation wakes the waiter once (see listener).
 	require.Eventually(t, func() bool { return attemptsOnB() >= 2 }, wait, time.Millisecond)
-	ok, err := e.p.Release(ctx(t), []string{"b"}, "holder")
+	ok, err := e.P.Release(ctx(t), []string{"b"}, "holder")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, result(t, done, "the waiter"))
 	for _, k := range []string{"a", "b", "c"} {
-		e.requireOwner(k, "me")
+		e.RequireOwner(k, "me")
 	}
 	require.Equal(t, 3, attemptsOnB(),
 		"one attempt before the wait, one on the subscription's confirmation, one after the release: nothing else woke it")
@@ -199,15 +200,15 @@ func TestLocalReleaseEndsAWakersWait(t *testing.T) {
 	obs, waiting := waitSignal()
 	w := &blockingWaker{}
 	e := slowEnv(t, obs, w)
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
-	done := goAcquire(t, e.p, []string{"k"}, "me")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+	done := goAcquire(t, e.P, []string{"k"}, "me")
 	awaitWaiting(t, waiting, "me")
-	ok, err := e.p.Release(ctx(t), []string{"k"}, "holder")
+	ok, err := e.P.Release(ctx(t), []string{"k"}, "holder")
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.NoError(t, result(t, done, "the waiter"))
 	require.Equal(t, int32(1), w.ended.Load())
-	e.requireOwner("k", "me")
+	e.RequireOwner("k", "me")
 }
 
 // A release by another Provider is found by polling too, whether or not the wake-up reached
@@ -216,15 +217,15 @@ func TestForeignReleaseIsFoundByPolling(t *testing.T) {
 	t.Run("default polling", func(t *testing.T) {
 		obs, waiting := waitSignal()
 		e := newEnv(t, &provider.Options{Observer: obs, DefaultRetryInterval: 10 * time.Millisecond, MaximumRetryInterval: 50 * time.Millisecond})
-		other := newProvider(t, e.srv.Client(t), &provider.Options{Namespace: e.ns})
+		other := locktest.NewProvider(t, e.Srv.Client(t), &provider.Options{Namespace: e.NS})
 		require.NoError(t, other.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
-		done := goAcquire(t, e.p, []string{"k"}, "me")
+		done := goAcquire(t, e.P, []string{"k"}, "me")
 		awaitWaiting(t, waiting, "me")
 		ok, err := other.Release(ctx(t), []string{"k"}, "holder")
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.NoError(t, result(t, done, "the waiter"))
-		e.requireOwner("k", "me")
+		e.RequireOwner("k", "me")
 	})
 }
 
@@ -240,7 +241,7 @@ func TestLocalWaitersTakeTurns(t *testing.T) {
 	for range workers {
 		wg.Go(func() {
 			for range rounds {
-				errs <- e.p.Execute(ctx(t), []string{"k"}, func(context.Context) error {
+				errs <- e.P.Execute(ctx(t), []string{"k"}, func(context.Context) error {
 					if inside.Add(1) > 1 {
 						overlaps.Add(1)
 					}
@@ -257,8 +258,8 @@ func TestLocalWaitersTakeTurns(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Zero(t, overlaps.Load())
-	e.requireFree("k")
-	require.Zero(t, provider.PendingWakeups(e.p))
+	e.RequireFree("k")
+	require.Zero(t, provider.PendingWakeups(e.P))
 }
 
 // Waits that end by cancellation, by timeout or by success leave no registration and no
@@ -267,14 +268,14 @@ func TestWakeupRegistrationsDoNotLeak(t *testing.T) {
 	noLeaks(t)
 	obs, waiting := waitSignal()
 	e := slowEnv(t, obs, nil)
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
 
 	for i := range 10 { // cancelled, single- and multi-key
 		owner := fmt.Sprint("cancelled-", i)
 		c, cancel := context.WithCancel(ctx(t))
 		done := make(chan error, 1)
 		go func() {
-			done <- e.p.Acquire(c, []string{"a", "k", "z"}, provider.AcquireOptions{Owner: owner, AwaitQueue: true})
+			done <- e.P.Acquire(c, []string{"a", "k", "z"}, provider.AcquireOptions{Owner: owner, AwaitQueue: true})
 		}()
 		awaitWaiting(t, waiting, owner)
 		cancel()
@@ -284,7 +285,7 @@ func TestWakeupRegistrationsDoNotLeak(t *testing.T) {
 	timeouts := make(chan error, 10)
 	for range cap(timeouts) {
 		wg.Go(func() {
-			_, err := e.p.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Timeout: 20 * time.Millisecond})
+			_, err := e.P.AcquireLease(ctx(t), []string{"k"}, provider.LeaseOptions{Timeout: 20 * time.Millisecond})
 			timeouts <- err
 		})
 	}
@@ -293,24 +294,24 @@ func TestWakeupRegistrationsDoNotLeak(t *testing.T) {
 		require.ErrorIs(t, <-timeouts, provider.ErrTimedOut)
 	}
 	for _, k := range []string{"a", "z"} {
-		e.requireFree(k)
+		e.RequireFree(k)
 	}
-	require.Zero(t, provider.PendingWakeups(e.p))
+	require.Zero(t, provider.PendingWakeups(e.P))
 
 	// Succeeded: each winner hands the key on to the next waiter.
 	results := make(chan error, 5)
 	for i := range cap(results) {
 		owner := fmt.Sprint("winner-", i)
 		wg.Go(func() {
-			err := e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: owner, AwaitQueue: true})
+			err := e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: owner, AwaitQueue: true})
 			if err == nil {
-				_, err = e.p.Release(ctx(t), []string{"k"}, owner)
+				_, err = e.P.Release(ctx(t), []string{"k"}, owner)
 			}
 			results <- err
 		})
 		awaitWaiting(t, waiting, owner)
 	}
-	ok, err := e.p.Release(ctx(t), []string{"k"}, "holder")
+	ok, err := e.P.Release(ctx(t), []string{"k"}, "holder")
 	require.NoError(t, err)
 	require.True(t, ok)
 	finished := make(chan error, 1)
@@ -319,12 +320,12 @@ func TestWakeupRegistrationsDoNotLeak(t *testing.T) {
 	for range cap(results) {
 		require.NoError(t, <-results)
 	}
-	require.Zero(t, provider.PendingWakeups(e.p))
+	require.Zero(t, provider.PendingWakeups(e.P))
 
 	// A release with nobody waiting wakes nobody and returns.
-	require.NoError(t, e.p.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
-	ok, err = e.p.Release(ctx(t), []string{"k"}, "holder")
+	require.NoError(t, e.P.Acquire(ctx(t), []string{"k"}, provider.AcquireOptions{Owner: "holder"}))
+	ok, err = e.P.Release(ctx(t), []string{"k"}, "holder")
 	require.NoError(t, err)
 	require.True(t, ok)
-	e.requireFree("k")
+	e.RequireFree("k")
 }
