@@ -136,8 +136,6 @@ func run(ctx context.Context, cfg Config, opts ...tea.ProgramOption) error {
 	rt := newRuntime(ctx)
 	defer rt.shutdown()
 	m := newModel(cfg, rt)
-	go m.hub.Run(rt.ctx)
-	rt.onClose(func() { <-m.hub.Done() })
 
 	popts := []tea.ProgramOption{tea.WithContext(rt.ctx)}
 	if cfg.Stdin != nil {

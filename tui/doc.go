@@ -41,12 +41,13 @@
 // Medusa processes use, "p" samples the keys on screen for 30 s (its cost is shown while it
 // runs).
 //
-// The source owns the refresh loops, k9s style: a source.Watcher runs the heartbeat, the full
-// refreshes, the keyspace and lock-event feeds, the re-reads of countdowns at zero and the
-// sampling runs the operator starts, each
-// with its pacing and backoff, and hands the program a source.Update (a status snapshot, and a
-// notice) on every change; the root model only shows them and schedules no refresh. Filtering
-// and sorting run in the source.Hub goroutine, never in Update; only the rows on screen are
+// The source owns the background work, k9s style: a source.Watcher's scheduler runs the
+// heartbeat, the full refreshes, the keyspace and lock-event feeds, the re-reads of countdowns
+// at zero, the sampling runs the operator starts and the hub's builds as jobs, each with its
+// due time and one backoff (the pacing rules are all in tui/source/scheduler.go), and hands the
+// program a source.Update (a status snapshot, and a notice) on every change; the root model
+// only shows them and schedules no refresh. Filtering and sorting run in the source.Hub's build
+// job, never in Update, and reach the program as immutable Views; only the rows on screen are
 // rendered. No Redis call happens in Update: the operator's one-off actions (an exact lookup,
 // a release) run in tea.Cmds and their results come back as messages.
 //

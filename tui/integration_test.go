@@ -255,7 +255,9 @@ func TestIntegrationEmptyOwner(t *testing.T) {
 	c := startConsole(t, Config{Client: client, URL: srv.URL, Audit: sink, NoEvents: true})
 	c.await("3 locks")
 	c.press("2") // owners: "" first (most keys)
-	c.await("OWNER")
+	// "3 locks" may be the first refresh's progress, and OWNER the locks view's column: wait
+	// for the owners view with "" selected before D acts on it.
+	c.await(`owner "" · 2 locks`)
 	c.press("D")
 	c.await(`the empty owner "" cannot be released in bulk`)
 	c.press("y") // no dialog is open: y does nothing

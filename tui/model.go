@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -45,7 +44,7 @@ type notice struct {
 }
 
 // model is the root model: it routes keys, owns the pages, the dialog and the filter, and
-// shows what the watcher (the owner of every refresh loop) and the hub hand it; only the
+// shows what the watcher (whose scheduler runs all background work) and the hub hand it; only the
 // operator's own one-off actions (an exact lookup, a release) run as its tea.Cmds.
 type model struct {
 	cfg    Config
@@ -97,13 +96,16 @@ func newModel(cfg Config, rt *runtime) *model {
 	c := common.New(cfg.ReadOnly, cfg.NoColor)
 	src := source.New(source.Options{Client: cfg.Client, Namespace: cfg.Namespace, Budget: cfg.Budget})
 	hub := source.NewHub()
+	wopts := source.WatchOptions{Refresh: cfg.Refresh, KeyspacePoll: cfg.KeyspacePoll, Events: !cfg.NoEvents}
+	if cfg.Events != nil {
+		wopts.EventsFrom = cfg.Events.C()
+	}
 	m := &model{
-		cfg: cfg,
-		rt:  rt,
-		src: src,
-		hub: hub,
-		watch: source.NewWatcher(src, hub, source.WatchOptions{Refresh: cfg.Refresh,
-			KeyspacePoll: cfg.KeyspacePoll, Events: cfg.Events == nil && !cfg.NoEvents}),
+		cfg:    cfg,
+		rt:     rt,
+		src:    src,
+		hub:    hub,
+		watch:  source.NewWatcher(src, hub, wopts),
 		common: c,
 		locks:  locks.New(c),
 		owners: owners.New(c),
@@ -122,15 +124,11 @@ func newModel(cfg Config, rt *runtime) *model {
 	return m
 }
 
-// Init starts the background work: the hub's Views and the watcher's refresh loops (the
-// heartbeat, the refreshes, the keyspace and lock-event feeds, the re-reads of countdowns at
-// zero); it asks the terminal for its background colour.
+// Init starts the background work, all of it the watcher's jobs (the heartbeat, the
+// refreshes, the keyspace and lock-event feeds, the re-reads of countdowns at zero, the hub's
+// builds); it asks the terminal for its background colour.
 func (m *model) Init() tea.Cmd {
 	m.rt.goroutine(m.watch.Run)
-	if m.cfg.Events != nil {
-		ch := m.cfg.Events.C()
-		m.rt.goroutine(func(ctx context.Context) { m.hub.Forward(ctx, ch) })
-	}
 	return tea.Batch(tea.RequestBackgroundColor, m.waitView(), m.waitUpdate(), m.readEviction())
 }
 

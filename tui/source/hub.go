@@ -9,240 +9,200 @@ import (
 	"github.com/locktui/locktui/tui/store"
 )
 
-// Hub pacing.
+// Hub pacing: the rules of its build job (Hub.Builds).
 const (
-	// hubTick is how often the hub considers a rebuild.
+	// hubTick is the least wait between two builds for new data.
 	hubTick = 100 * time.Millisecond
-	// hubPeriod is the longest a View goes without a rebuild while anything is on screen, so
-	// GONE rows leave and the order follows the countdown.
+	// hubPeriod is the longest a View goes without a rebuild, so GONE rows leave and the order
+	// follows the countdown.
 	hubPeriod = time.Second
 	// hubMaxGap caps the wait between rebuilds for new data on a large store.
 	hubMaxGap = 2 * time.Second
-	// hubInput is the capacity of the input queue.
-	hubInput = 4096
 	// hubMaxExpired bounds the keys waiting to be read again after their countdown reached
 	// zero; the store hands out the rest once there is room.
 	hubMaxExpired = keyspaceMaxPending
 )
 
-type inputKind int
-
-const (
-	inObserve inputKind = iota
-	inEndScan
-	inAbsent
-	inEvent
-)
-
-type input struct {
-	kind  inputKind
-	locks []operator.Lock
-	keys  []string
-	at    time.Time
-	scan  uint64
-	event store.Event
-}
-
-// Hub is the one goroutine that owns the store: it applies observations and events, and after
-// changes rebuilds the View for the current query (filter and sort of every lock, off the UI
-// goroutine), at most every max(100 ms, 10 × the last build time) for new data, so building
-// never takes more than a tenth of a core, and at once for a new query. Views come out through
-// Next, latest first: a slow reader only misses stale ones.
+// Hub owns the store: the readers and the lock events apply what they learn to it, and its
+// build job (Builds) filters and sorts every lock for the current query off the UI goroutine,
+// at most every max(100 ms, 10 × the last build time) for new data (so building never takes
+// more than a tenth of a core), at once for a new query, and at least every second. Views are
+// immutable snapshots; they come out through Next, latest first: a slow reader only misses
+// stale ones.
 type Hub struct {
-	in  chan input
-	out chan *store.View
+	builds *Job
+	out    chan *store.View
 
-	mu        sync.Mutex
-	query     store.Query
-	queryWake chan struct{}
+	// qmu guards query alone, so that SetQuery never waits for a build.
+	qmu   sync.Mutex
+	query store.Query
+
+	mu sync.Mutex
+	s  *store.Store
+	// lastBuild and lastTook are the last build's start and duration.
+	lastBuild time.Time
+	lastTook  time.Duration
+	// expiryDue is when a countdown next reaches zero; changed says the store changed since
+	// the keys at zero were last asked for.
+	expiryDue time.Time
+	changed   bool
 	// expired are the keys whose countdown reached zero without news, to be read again
-	// (NextExpired); expiredWake says some arrived.
-	expired     map[string]struct{}
-	expiredWake chan struct{}
+	// (takeExpired); onExpired says some arrived.
+	expired   map[string]struct{}
+	onExpired func()
 
-	done chan struct{}
-	now  func() time.Time
+	now func() time.Time
 }
 
-// NewHub returns a Hub; start it with Run.
+// NewHub returns a Hub; its Builds job runs in a Scheduler (NewWatcher adds it to the
+// Watcher's).
 func NewHub() *Hub {
-	return &Hub{
-		in:          make(chan input, hubInput),
-		out:         make(chan *store.View, 1),
-		queryWake:   make(chan struct{}, 1),
-		expired:     map[string]struct{}{},
-		expiredWake: make(chan struct{}, 1),
-		done:        make(chan struct{}),
-		now:         time.Now,
+	h := &Hub{
+		out:     make(chan *store.View, 1),
+		s:       store.New(),
+		expired: map[string]struct{}{},
+		now:     time.Now,
 	}
+	h.builds = &Job{Name: "build", Run: h.build, Every: h.buildEvery, Gap: h.buildGap}
+	return h
 }
 
-// Observe queues locks read at `at` (see Sink).
+// Builds returns the job that builds the Views; it is triggered by every change of the store
+// and urged by a new query.
+func (h *Hub) Builds() *Job { return h.builds }
+
+// Observe applies locks read at `at` (see Sink).
 func (h *Hub) Observe(locks []operator.Lock, at time.Time, scan uint64) {
-	h.send(input{kind: inObserve, locks: locks, at: at, scan: scan})
+	h.apply(func(s *store.Store) { s.Observe(locks, at, scan) })
 }
 
-// EndScan queues the end of a full scan (see Sink).
+// EndScan applies the end of a full scan (see Sink).
 func (h *Hub) EndScan(scan uint64, started time.Time) {
-	h.send(input{kind: inEndScan, scan: scan, at: started})
+	h.apply(func(s *store.Store) { s.EndScan(scan, started, h.now()) })
 }
 
-// Absent queues keys found missing (see Sink).
+// Absent applies keys found missing (see Sink).
 func (h *Hub) Absent(keys []string, at time.Time) {
-	h.send(input{kind: inAbsent, keys: keys, at: at})
+	h.apply(func(s *store.Store) { s.Absent(keys, at) })
 }
 
-// Event queues a lock event.
-func (h *Hub) Event(e store.Event) { h.send(input{kind: inEvent, event: e}) }
+// Event applies a lock event.
+func (h *Hub) Event(e store.Event) { h.apply(func(s *store.Store) { s.Event(e) }) }
 
-// send blocks while the queue is full (back-pressure on the readers) unless the hub stopped.
-func (h *Hub) send(in input) {
-	select {
-	case h.in <- in:
-	case <-h.done:
-	}
-}
-
-// SetQuery asks for a View built for q. It never blocks: only the latest query counts.
-func (h *Hub) SetQuery(q store.Query) {
+// apply changes the store with f and triggers a build.
+func (h *Hub) apply(f func(s *store.Store)) {
 	h.mu.Lock()
-	h.query = q
+	f(h.s)
+	h.changed = true
 	h.mu.Unlock()
-	select {
-	case h.queryWake <- struct{}{}:
-	default:
-	}
+	h.builds.Trigger()
 }
 
-// Next waits for the next View or the end of ctx or of the hub.
+// SetQuery asks for a View built for q at once. It never blocks: only the latest query counts.
+func (h *Hub) SetQuery(q store.Query) {
+	h.qmu.Lock()
+	h.query = q
+	h.qmu.Unlock()
+	h.builds.Urge()
+}
+
+// Next waits for the next View, or returns false when ctx ends.
 func (h *Hub) Next(ctx context.Context) (*store.View, bool) {
 	select {
 	case v := <-h.out:
 		return v, true
 	case <-ctx.Done():
 		return nil, false
-	case <-h.done:
-		return nil, false
 	}
 }
 
-// NextExpired waits until some keys' countdown reached zero without news (the store's
-// Expired) and returns up to max of them, or false when ctx or the hub ended. The caller reads
-// them again (see Source.RereadExpired), so a lost expiry notification does not leave a row at 0.
-func (h *Hub) NextExpired(ctx context.Context, max int) ([]string, bool) {
-	for {
-		h.mu.Lock()
-		var keys []string
-		for key := range h.expired {
-			if len(keys) == max {
-				break
-			}
-			keys = append(keys, key)
-			delete(h.expired, key)
-		}
-		h.mu.Unlock()
-		if len(keys) > 0 {
-			return keys, true
-		}
-		select {
-		case <-ctx.Done():
-			return nil, false
-		case <-h.done:
-			return nil, false
-		case <-h.expiredWake:
-		}
+// build is a round of the build job: it queues the keys whose countdown reached zero, drops
+// what is gone and builds the View for the current query.
+func (h *Hub) build(context.Context) error {
+	h.qmu.Lock()
+	q := h.query
+	h.qmu.Unlock()
+	h.mu.Lock()
+	now := h.now()
+	queued := false
+	if h.changed || !h.expiryDue.IsZero() && !now.Before(h.expiryDue) {
+		queued = h.queueExpired(now)
+		h.changed = false
 	}
+	h.s.Prune(now)
+	v := h.s.Build(q, now)
+	h.lastBuild, h.lastTook = now, v.Took
+	onExpired := h.onExpired
+	h.mu.Unlock()
+	if queued && onExpired != nil {
+		onExpired()
+	}
+	select {
+	case <-h.out: // drop the unread, older View
+	default:
+	}
+	h.out <- v
+	return nil
+}
+
+// buildGap is the least wait between two builds for new data: ten times the last build's
+// time, within hubTick and hubMaxGap.
+func (h *Hub) buildGap() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return min(max(hubTick, 10*h.lastTook), hubMaxGap)
+}
+
+// buildEvery is the wait between two builds without news: hubPeriod (longer when the gap is),
+// shorter when a countdown reaches zero before.
+func (h *Hub) buildEvery() time.Duration {
+	gap := h.buildGap()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	every := max(hubPeriod, gap)
+	if !h.expiryDue.IsZero() {
+		every = min(every, max(h.expiryDue.Sub(h.lastBuild), gap))
+	}
+	return every
 }
 
 // queueExpired asks the store for the keys whose countdown reached zero at now, as many as
-// there is room for, and returns when to ask again (zero: after the next change).
-func (h *Hub) queueExpired(s *store.Store, now time.Time) time.Time {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	keys, next := s.Expired(now, hubMaxExpired-len(h.expired))
+// there is room for, notes when to ask again, and reports whether it queued any. h.mu is held.
+func (h *Hub) queueExpired(now time.Time) bool {
+	keys, next := h.s.Expired(now, hubMaxExpired-len(h.expired))
 	for _, key := range keys {
 		h.expired[key] = struct{}{}
 	}
-	if len(keys) > 0 {
-		select {
-		case h.expiredWake <- struct{}{}:
-		default:
-		}
-	}
-	return next
+	h.expiryDue = next
+	return len(keys) > 0
 }
 
-// Done is closed when Run returned.
-func (h *Hub) Done() <-chan struct{} { return h.done }
-
-// Run applies inputs and builds Views until ctx ends.
-func (h *Hub) Run(ctx context.Context) {
-	defer close(h.done)
-	s := store.New()
-	tick := time.NewTicker(hubTick)
-	defer tick.Stop()
-	var (
-		dirty, urgent bool
-		lastBuild     time.Time
-		lastTook      time.Duration
-		query         store.Query
-		// expiryDue is when a countdown next reaches zero; changed says the store changed
-		// since the keys at zero were last asked for.
-		expiryDue time.Time
-		changed   bool
-	)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case in := <-h.in:
-			h.apply(s, in)
-		drain: // a burst is applied whole before a build
-			for i := 0; i < hubInput; i++ {
-				select {
-				case in := <-h.in:
-					h.apply(s, in)
-				default:
-					break drain
-				}
-			}
-			dirty, changed = true, true
-		case <-h.queryWake:
-			h.mu.Lock()
-			query = h.query
-			h.mu.Unlock()
-			urgent = true
-		case <-tick.C:
+// takeExpired returns up to max of the keys whose countdown reached zero without news (the
+// store's Expired). The reread job reads them again, so a lost expiry notification does not
+// leave a row at 0.
+func (h *Hub) takeExpired(max int) (keys []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key := range h.expired {
+		if len(keys) == max {
+			break
 		}
-		now := h.now()
-		if changed || !expiryDue.IsZero() && !now.Before(expiryDue) {
-			expiryDue, changed = h.queueExpired(s, now), false
-		}
-		gap := min(max(hubTick, 10*lastTook), hubMaxGap)
-		since := now.Sub(lastBuild)
-		if !urgent && !(dirty && since >= gap) && since < max(hubPeriod, gap) {
-			continue
-		}
-		s.Prune(now)
-		v := s.Build(query, now)
-		lastBuild, lastTook, dirty, urgent = now, v.Took, false, false
-		select {
-		case <-h.out: // drop the unread, older View
-		default:
-		}
-		h.out <- v
+		keys = append(keys, key)
+		delete(h.expired, key)
 	}
+	return keys
 }
 
-func (h *Hub) apply(s *store.Store, in input) {
-	switch in.kind {
-	case inObserve:
-		s.Observe(in.locks, in.at, in.scan)
-	case inEndScan:
-		s.EndScan(in.scan, in.at, h.now())
-	case inAbsent:
-		s.Absent(in.keys, in.at)
-	case inEvent:
-		s.Event(in.event)
-	}
+// expiredLeft reports whether keys at zero wait to be taken.
+func (h *Hub) expiredLeft() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.expired) > 0
+}
+
+// notifyExpired sets what the hub calls when it queued keys at zero.
+func (h *Hub) notifyExpired(f func()) {
+	h.mu.Lock()
+	h.onExpired = f
+	h.mu.Unlock()
 }

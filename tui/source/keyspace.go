@@ -19,7 +19,8 @@ const (
 	// keyspaceMaxPending bounds the keys waiting for a targeted read; beyond it the console
 	// stops collecting and asks for a full refresh instead.
 	keyspaceMaxPending = 10000
-	// keyspaceCoalesce is how long a targeted read waits for more notifications to batch.
+	// keyspaceCoalesce is how long a targeted read waits for more notifications to batch (the
+	// keyspace job's Delay).
 	keyspaceCoalesce = 100 * time.Millisecond
 	// KeyspaceReadBatch is the most keys one targeted read takes (two commands each).
 	KeyspaceReadBatch = 500
@@ -33,24 +34,26 @@ var subscribeTimeout = SubscribeTimeout
 // Keyspace collects the keys named by keyspace notifications (PSUBSCRIBE
 // __keyspace@<db>__:<namespace>*) until the console reads them. Pub/sub delivers at most once:
 // when it may have lost notifications (more came than it holds, or go-redis reconnected the
-// subscription, which drops what was published meanwhile) Next says a full refresh is due.
+// subscription, which drops what was published meanwhile) Take says a full refresh is due.
+// Its one goroutine reads the subscription (Redis' pushes, unpaced) and ends with it.
 type Keyspace struct {
 	ps     *redis.PubSub
 	prefix string // channel prefix to strip: "__keyspace@0__:" + namespace
+	notify func()
 
 	mu      sync.Mutex
 	pending map[string]struct{}
-	lost    bool // notifications may have been lost since the last Next
-	wake    chan struct{}
+	lost    bool // notifications may have been lost since the last Take
 	done    chan struct{}
 	closing sync.Once
 }
 
 // SubscribeKeyspace subscribes to the keyspace notifications of the namespace in db and
 // returns once Redis confirmed, waiting at most SubscribeTimeout (the connection's handshake
-// included when the client honours context deadlines) and no longer than ctx. Close it when
-// done.
-func (s *Source) SubscribeKeyspace(ctx context.Context, db int) (*Keyspace, error) {
+// included when the client honours context deadlines) and no longer than ctx. notify (nil:
+// none) is called whenever keys arrive or some may have been lost: the keyspace job passes its
+// Trigger. Close it when done.
+func (s *Source) SubscribeKeyspace(ctx context.Context, db int, notify func()) (*Keyspace, error) {
 	prefix := "__keyspace@" + strconv.Itoa(db) + "__:"
 	pattern := prefix + operator.LiteralPattern(s.ns) + "*"
 	ps, err := pubsub.Open(ctx, s.client, pubsub.Spec{Patterns: []string{pattern}}, subscribeTimeout)
@@ -60,8 +63,8 @@ func (s *Source) SubscribeKeyspace(ctx context.Context, db int) (*Keyspace, erro
 	k := &Keyspace{
 		ps:      ps,
 		prefix:  prefix + s.ns,
+		notify:  notify,
 		pending: map[string]struct{}{},
-		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 	// With subscriptions: pubsub.Open consumed the first confirmation, so every *Subscription
@@ -96,43 +99,18 @@ func (k *Keyspace) run(ch <-chan any) {
 			k.lost = true
 		}
 		k.mu.Unlock()
-		select {
-		case k.wake <- struct{}{}:
-		default:
+		if k.notify != nil {
+			k.notify()
 		}
 	}
 }
 
-// Next waits until some keys were notified or notifications may have been lost (or ctx
-// ends), lets more notifications gather for a moment, and returns up to max of the keys.
-// lost is true when notifications may have been lost since the last call: they came faster
-// than the console reads them, or the subscription was reconnected. A full refresh is then
-// due.
-func (k *Keyspace) Next(ctx context.Context, max int) (keys []string, lost bool, err error) {
-	for {
-		k.mu.Lock()
-		n, lost := len(k.pending), k.lost
-		k.mu.Unlock()
-		if n > 0 || lost {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		case <-k.done:
-			return nil, false, fmt.Errorf("keyspace notifications: subscription closed")
-		case <-k.wake:
-		}
-	}
-	t := time.NewTimer(keyspaceCoalesce)
-	select {
-	case <-ctx.Done():
-		t.Stop()
-		return nil, false, ctx.Err()
-	case <-t.C:
-	}
+// Take returns up to max of the keys notified since the last call, without waiting; lost is
+// true when notifications may have been lost since then: they came faster than the console
+// reads them, or the subscription was reconnected. A full refresh is then due. When keys are
+// left, it notifies again. It fails once the subscription ended and nothing is left.
+func (k *Keyspace) Take(max int) (keys []string, lost bool, err error) {
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	for key := range k.pending {
 		if len(keys) == max {
 			break
@@ -141,6 +119,18 @@ func (k *Keyspace) Next(ctx context.Context, max int) (keys []string, lost bool,
 		delete(k.pending, key)
 	}
 	lost, k.lost = k.lost, false
+	more := len(k.pending) > 0
+	k.mu.Unlock()
+	if more && k.notify != nil {
+		k.notify()
+	}
+	if len(keys) == 0 && !lost {
+		select {
+		case <-k.done:
+			return nil, false, fmt.Errorf("keyspace notifications: subscription closed")
+		default:
+		}
+	}
 	return keys, lost, nil
 }
 

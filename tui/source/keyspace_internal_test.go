@@ -23,7 +23,7 @@ func TestSubscribeKeyspaceGivesUpWhenRedisNeverConfirms(t *testing.T) {
 	src := New(Options{Client: client})
 	errc := make(chan error, 1)
 	go func() {
-		ks, err := src.SubscribeKeyspace(t.Context(), 0)
+		ks, err := src.SubscribeKeyspace(t.Context(), 0, nil)
 		if ks != nil {
 			ks.Close()
 		}

@@ -29,57 +29,63 @@ func (w *Watcher) Sample(sm *Sampler) int {
 		// the program to take an Update.
 		req.id = int(w.sampleIDs.Add(1))
 	}
-	for {
-		select {
-		case w.sample <- req:
-			return req.id
-		default:
-		}
-		select { // only the latest request counts
-		case <-w.sample:
-		default:
-		}
-	}
+	w.sampleMu.Lock()
+	w.sampleReq = &req // only the latest request counts
+	w.sampleMu.Unlock()
+	w.sampling.Urge()
+	return req.id
 }
 
-// sampling runs the sampling runs the operator starts (Sample): time-boxed, outside the
-// budget, their cost stated on screen while they run.
-func (w *Watcher) sampling(ctx context.Context) {
+// takeSample returns the latest Sample request not taken yet.
+func (w *Watcher) takeSample() (sampleReq, bool) {
+	w.sampleMu.Lock()
+	defer w.sampleMu.Unlock()
+	req := w.sampleReq
+	w.sampleReq = nil
+	if req == nil {
+		return sampleReq{}, false
+	}
+	return *req, true
+}
+
+// samplingJob runs the sampling runs the operator starts (Sample): a step every
+// SampleInterval while a run lasts, time-boxed, outside the budget, their cost stated on
+// screen while they run.
+func (w *Watcher) samplingJob() *Job {
 	var run sampleReq
-	for {
-		if run.sm == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case run = <-w.sample:
+	return &Job{
+		Name: "sampling",
+		Every: func() time.Duration {
+			if run.sm == nil {
+				return 0 // until the next Sample
+			}
+			return SampleInterval
+		},
+		Run: func(ctx context.Context) error {
+			if req, ok := w.takeSample(); ok {
+				run = req
 				w.startSample(ctx, run)
 			}
-			continue
-		}
-		st, err := run.sm.Step(ctx, w.hub)
-		if ctx.Err() != nil {
-			return
-		}
-		if run.sm.Done(time.Now()) {
-			id := run.id
-			run = sampleReq{}
-			w.update(ctx, func(st *Status) { st.Sample, st.SampleDone = SampleRun{}, id },
-				Update{Notice: "sampling done: hand-offs seen are in the hot view (3)"})
-			continue
-		}
-		if err == nil {
+			if run.sm == nil {
+				return nil
+			}
+			st, err := run.sm.Step(ctx, w.hub)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if run.sm.Done(time.Now()) {
+				id := run.id
+				run = sampleReq{}
+				w.update(ctx, func(st *Status) { st.Sample, st.SampleDone = SampleRun{}, id },
+					Update{Notice: "sampling done: hand-offs seen are in the hot view (3)"})
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 			w.update(ctx, func(s *Status) { s.Sample.Stats = st }, Update{})
-		}
-		t := time.NewTimer(SampleInterval)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case run = <-w.sample:
-			w.startSample(ctx, run)
-		case <-t.C:
-		}
-		t.Stop()
+			return nil
+		},
 	}
 }
 

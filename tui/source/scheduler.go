@@ -40,7 +40,10 @@ type Job struct {
 	Ready func(ctx context.Context) bool
 	// Failed, if set, is told of each failed round: the error, the failures in a row, and the
 	// wait before the next round.
-	Failed func(err error, failures int, wait time.Duration)
+	Failed func(ctx context.Context, err error, failures int, wait time.Duration)
+	// Done, if set, runs once ctx ended and the last round returned: it closes what the rounds
+	// opened.
+	Done func()
 
 	mu    sync.Mutex
 	ask   ask
@@ -134,6 +137,9 @@ func run(ctx context.Context, j *Job) {
 	if retry.Initial <= 0 {
 		retry = backoff.Doubling(RetryMin, RetryMax)
 	}
+	if j.Done != nil {
+		defer j.Done()
+	}
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	var (
@@ -179,7 +185,7 @@ func run(ctx context.Context, j *Job) {
 		retryAt = time.Now().Add(wait)
 		due = retryAt
 		if j.Failed != nil {
-			j.Failed(err, failures, wait)
+			j.Failed(ctx, err, failures, wait)
 		}
 	}
 }

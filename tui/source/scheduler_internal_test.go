@@ -43,7 +43,7 @@ func (r *rounds) job(fail func(i int) bool) *Job {
 			}
 			return nil
 		},
-		Failed: func(_ error, failures int, wait time.Duration) {
+		Failed: func(_ context.Context, _ error, failures int, wait time.Duration) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.fails = append(r.fails, failures)

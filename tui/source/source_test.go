@@ -118,14 +118,11 @@ func TestServerInfoAndKeyspace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Positive(t, lat)
 
-	ks, err := src.SubscribeKeyspace(ctx, info.DB)
-	require.NoError(t, err)
-	defer ks.Close()
+	take := subscribeKeyspace(ctx, t, src, info.DB)
 	require.NoError(t, client.Set(ctx, "medusa_lock:cart:1", "o", time.Minute).Err())
 	require.NoError(t, client.Set(ctx, "other:cart:2", "o", time.Minute).Err())
-	keys, overflow, err := ks.Next(ctx, 10)
-	require.NoError(t, err)
-	assert.False(t, overflow)
+	keys, lost := take()
+	assert.False(t, lost)
 	assert.Equal(t, []string{"cart:1"}, keys, "only the namespace, without its prefix")
 }
 
@@ -156,8 +153,11 @@ func TestScanFailsWhenRedisIsGone(t *testing.T) {
 func TestHubBuildsViewsForTheQuery(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	h := source.NewHub()
-	go h.Run(ctx)
-	defer func() { cancel(); <-h.Done() }()
+	var sched source.Scheduler
+	sched.Add(h.Builds())
+	done := make(chan struct{})
+	go func() { sched.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
 	h.Observe([]operator.Lock{
 		{Key: "cart:1", Owner: "a", TTL: time.Minute},
 		{Key: "order:1", Owner: "b", TTL: time.Minute},
@@ -208,26 +208,48 @@ func TestNewSamplerCapsKeys(t *testing.T) {
 }
 
 // go-redis subscribes again after a reconnect, and what was published meanwhile is lost:
-// Next says so, and notifications arrive again afterwards.
+// Take says so, and notifications arrive again afterwards.
 func TestKeyspaceReportsAReconnectAsLost(t *testing.T) {
 	srv := redistest.StartWith(t, redistest.Config{Args: []string{"--notify-keyspace-events", "Kg$xe"}})
 	client := srv.Client(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	src := source.New(source.Options{Client: client})
-	ks, err := src.SubscribeKeyspace(ctx, 0)
-	require.NoError(t, err)
-	defer ks.Close()
+	take := subscribeKeyspace(ctx, t, src, 0)
 
 	require.NoError(t, client.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err())
-	keys, lost, err := ks.Next(ctx, 10)
-	require.NoError(t, err)
+	keys, lost := take()
 	assert.True(t, lost, "a reconnected subscription may have missed notifications")
 	assert.Empty(t, keys)
 
 	require.NoError(t, client.Set(ctx, "medusa_lock:after", "o", time.Minute).Err())
-	keys, lost, err = ks.Next(ctx, 10)
-	require.NoError(t, err)
+	keys, lost = take()
 	assert.False(t, lost)
 	assert.Equal(t, []string{"after"}, keys)
+}
+
+// subscribeKeyspace subscribes src to the keyspace notifications of db until the test ends,
+// and returns take, which waits for a notification and takes what Keyspace.Take returns.
+func subscribeKeyspace(ctx context.Context, t *testing.T, src *source.Source, db int) (take func() (keys []string, lost bool)) {
+	t.Helper()
+	notified := make(chan struct{}, 1)
+	ks, err := src.SubscribeKeyspace(ctx, db, func() {
+		select {
+		case notified <- struct{}{}:
+		default:
+		}
+	})
+	require.NoError(t, err)
+	t.Cleanup(ks.Close)
+	return func() ([]string, bool) {
+		t.Helper()
+		select {
+		case <-notified:
+		case <-ctx.Done():
+			t.Fatal("no notification")
+		}
+		keys, lost, err := ks.Take(10)
+		require.NoError(t, err)
+		return keys, lost
+	}
 }

@@ -34,7 +34,6 @@ func watch(t *testing.T, client redis.UniversalClient, budget int, opts source.W
 	wt := &watching{t: t, w: source.NewWatcher(src, hub, opts)}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { hub.Run(ctx) })
 	wg.Go(func() { wt.w.Run(ctx) })
 	wg.Go(func() {
 		for {
