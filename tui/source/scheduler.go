@@ -20,7 +20,7 @@ const (
 // say when a round is due; Run does the work of one round and nothing else: no job sleeps,
 // ticks or retries by itself.
 type Job struct {
-	// Name names the job (in the package documentation and in tests).
+	// Name names the job, as the package documentation lists it.
 	Name string
 	// Run is one round. An error makes the next round wait for Retry.
 	Run func(ctx context.Context) error
@@ -94,9 +94,9 @@ func (j *Job) every() time.Duration {
 	return j.Every()
 }
 
-// Scheduler runs a fixed set of Jobs: each in a loop of its own, all with the one loop
-// (Scheduler.run), so every pacing rule of the console is in this file. The zero value is
-// ready to use.
+// Scheduler runs a fixed set of Jobs, each in a goroutine of its own running the one loop
+// (run, below), so every rule of when the console does what is in this file. The zero value
+// is ready to use.
 type Scheduler struct {
 	mu      sync.Mutex
 	jobs    []*Job
