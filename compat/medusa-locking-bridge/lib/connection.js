@@ -25,6 +25,21 @@ function newClaim() {
   return crypto.randomBytes(16).toString("hex")
 }
 
+/** enqueue's options when none are given (no object per request). */
+const BACK = Object.freeze({ front: false })
+
+/**
+ * The fields of a lease request (an entry of BridgeConnection.lease, `this`) sent on link: the
+ * time left until the entry's deadline, at most the bridge's max_seconds.
+ */
+function leaseFields(link) {
+  return {
+    keys: this.keys,
+    timeout: Math.min(Math.max(this.deadline - performance.now(), 1) / 1000, link.rules.maxSeconds),
+    expire: this.expire,
+  }
+}
+
 /** The client of its bridges: the calls' queue, the connections and the reconnect loop. */
 class BridgeConnection {
   /**
@@ -146,18 +161,7 @@ class BridgeConnection {
   lease(keys, expireSeconds, deadline) {
     if (this.closed) return Promise.reject(this.closedError())
     return new Promise((resolve, reject) => {
-      this.enqueue({
-        op: Ops.LEASE,
-        keys,
-        deadline,
-        build: (link) => ({
-          keys,
-          timeout: Math.min(Math.max(deadline - performance.now(), 1) / 1000, link.rules.maxSeconds),
-          expire: expireSeconds,
-        }),
-        resolve,
-        reject,
-      })
+      this.enqueue({ op: Ops.LEASE, keys, expire: expireSeconds, deadline, build: leaseFields, resolve, reject })
     })
   }
 
@@ -365,7 +369,7 @@ class BridgeConnection {
   // --- the queue ---------------------------------------------------------------------------
 
   /** Queues entry for the current link (front: before the new work). */
-  enqueue(entry, { front = false } = {}) {
+  enqueue(entry, { front = false } = BACK) {
     if (this.closed) return this.finish(entry, this.closedError())
     if (this.fatal && !this.current && !entry.internal) return this.finish(entry, this.fatal)
     if (front) this.queue.unshift(entry)

@@ -13,6 +13,11 @@ const { Ops, Events, Codes, rulesOf } = require("./protocol")
 /** How many lease_lost events for unknown lease ids a link keeps for grants still to come. */
 const MAX_LOST_FIRST = 64
 
+/** send's options when none are given (no object per request). */
+const COUNTED = Object.freeze({ counted: true })
+/** The largest number of UTF-8 bytes one UTF-16 code unit of a string encodes to. */
+const MAX_UTF8_PER_UNIT = 3
+
 /** A connection to one bridge, from the upgrade to its end. */
 class Link {
   /**
@@ -31,6 +36,7 @@ class Link {
     this.welcomedAt = 0
     this.inflight = new Map() // id -> entry
     this.counted = 0 // entries in flight that count toward max_in_flight
+    this.leaseRequests = 0 // lease requests in flight (a grant may still come)
     this.leases = new Map() // lease id -> Lease
     this.lostFirst = new Map() // lease id -> lease_lost that came before its lease's grant
     this.deadlines = null
@@ -104,11 +110,12 @@ class Link {
    * when set, makes its fields for this link. A request the welcome's rules refuse (limitProblem)
    * is never sent: it fails with its invalid_data error at once, and send returns false.
    */
-  send(entry, { counted = true } = {}) {
+  send(entry, { counted = true } = COUNTED) {
     const id = this.client.nextId++
+    const op = entry.op
     const fields = entry.build ? entry.build(this) : entry.fields
-    const frame = JSON.stringify({ id, op: entry.op, ...fields })
-    const problem = this.limitProblem(entry.op, fields, frame)
+    const frame = JSON.stringify({ id, op, ...fields })
+    const problem = op === Ops.PING || op === Ops.RESUME ? null : this.limitProblem(op, fields, frame)
     if (problem) {
       this.client.finish(entry, problem)
       return false
@@ -119,8 +126,16 @@ class Link {
     entry.counted = counted
     this.inflight.set(id, entry)
     if (counted) this.counted++
+    if (op === Ops.LEASE) this.leaseRequests++
     entry.sentAt = this.socket.send(frame)
     return true
+  }
+
+  /** Takes entry, answered, out of the requests in flight. */
+  answered(entry) {
+    this.inflight.delete(entry.id)
+    if (entry.counted) this.counted--
+    if (entry.op === Ops.LEASE) this.leaseRequests--
   }
 
   /**
@@ -129,10 +144,9 @@ class Link {
    * than max_keys (the bridge would answer too_many_keys), an empty owner the bridge does not
    * allow (empty_owner_allowed), an expire or timeout above max_seconds (both bad_request), or a
    * frame larger than max_frame_bytes (the bridge would close the whole connection, 1009, losing
-   * its leases). Pings and resumes are small by construction.
+   * its leases). Pings and resumes are small by construction: send does not check them.
    */
   limitProblem(op, fields, frame) {
-    if (op === Ops.PING || op === Ops.RESUME) return null
     const rules = this.rules
     const keys = Array.isArray(fields.keys) ? fields.keys.length : 0
     if (rules.maxKeys !== undefined && keys > rules.maxKeys) {
@@ -148,15 +162,15 @@ class Link {
         `locking-bridge: "ownerId" must not be an empty string: the bridge at ${this.display} cannot hold locks for the empty owner (empty_owner_allowed false); pass null or undefined for the anonymous owner "*"; nothing was sent`
       )
     }
-    for (const name of ["expire", "timeout"]) {
-      if (fields[name] > rules.maxSeconds) {
-        return lockingError(
-          Types.INVALID_DATA,
-          `locking-bridge: "${name}" is ${fields[name]} seconds, more than the bridge at ${this.display} accepts (max_seconds ${rules.maxSeconds}); nothing was sent`
-        )
-      }
+    const seconds = fields.expire > rules.maxSeconds ? "expire" : fields.timeout > rules.maxSeconds ? "timeout" : null
+    if (seconds !== null) {
+      return lockingError(
+        Types.INVALID_DATA,
+        `locking-bridge: "${seconds}" is ${fields[seconds]} seconds, more than the bridge at ${this.display} accepts (max_seconds ${rules.maxSeconds}); nothing was sent`
+      )
     }
-    if (rules.maxFrameBytes !== undefined) {
+    // A frame of at most maxFrameBytes / 3 code units is small enough without counting its bytes.
+    if (rules.maxFrameBytes !== undefined && frame.length * MAX_UTF8_PER_UNIT > rules.maxFrameBytes) {
       const bytes = Buffer.byteLength(frame)
       if (bytes > rules.maxFrameBytes) {
         return lockingError(
@@ -185,8 +199,7 @@ class Link {
     }
     const entry = this.inflight.get(msg.id)
     if (!entry) return
-    this.inflight.delete(msg.id)
-    if (entry.counted) this.counted--
+    this.answered(entry)
     // The bridge received the request after it was sent: its timeout runs from later than that.
     this.deadlines.answered(entry.sentAt)
     if (entry.op === Ops.PING) this.pinged(entry, msg)
@@ -230,14 +243,13 @@ class Link {
     this.forget(lease)
     const reason = msg.error?.message ? this.client.bridgeError(msg.error) : undefined
     lease.lose({ reason, cause: reason ? undefined : new Error("the bridge reported the lease lost") })
-    this.client.logger?.warn?.(lease.signal.reason.message)
+    this.client.logger?.warn?.(lease.reason.message)
     if (this.usable) this.send({ op: Ops.LEASE_RELEASE, fields: { lease: lease.id }, internal: true })
   }
 
   /** True while a lease request is in flight on this link (a grant may still come). */
   awaitsLease() {
-    for (const entry of this.inflight.values()) if (entry.op === Ops.LEASE) return true
-    return false
+    return this.leaseRequests > 0
   }
 
   /**
@@ -245,6 +257,7 @@ class Link {
    * once no lease request is in flight, since no grant can match them any more.
    */
   takeLostFirst(id) {
+    if (this.lostFirst.size === 0) return undefined
     const msg = this.lostFirst.get(id)
     this.lostFirst.delete(id)
     this.leaseAnswered()
@@ -281,7 +294,7 @@ class Link {
         ? bridgeFailure(Codes.SHUTTING_DOWN, `locking-bridge: the bridge at ${this.display} is shutting down and the lease was not released before the end of its drain`)
         : bridgeFailure("lease_deadline", `locking-bridge: no renewal of the lease was confirmed by the bridge at ${this.display} before its deadline`)
     lease.lose({ cause })
-    this.client.logger?.warn?.(`${lease.signal.reason.message} (${cause.message})`)
+    this.client.logger?.warn?.(`${lease.reason.message} (${cause.message})`)
     this.releaseLease(lease).catch(() => {})
   }
 
@@ -327,6 +340,7 @@ class Link {
     const orphans = [...this.inflight.values()]
     this.inflight.clear()
     this.counted = 0
+    this.leaseRequests = 0
     this.client.linkEnded(this, cause, orphans, wasOpen)
   }
 
