@@ -355,6 +355,31 @@ describe("execute's lease", () => {
     assert.equal(await env.raw.get(NS + key), "thief", "the new owner's lock is untouched")
   })
 
+  test("a job without parameters (no signal made for it) still has execute reject with the loss", async () => {
+    const locks = env.provider()
+    const key = "lease_lost_noargs"
+    let args
+    const err = await locks
+      .execute(key, async () => {
+        // Another owner takes the key over; the next renewal sees it while the job still runs.
+        await env.raw.set(NS + key, "thief")
+        await new Promise((resolve) => setTimeout(resolve, 1500))
+        return "ignored"
+      }, { expire: 1 })
+      .catch((e) => e)
+    assert.ok(err instanceof MedusaError)
+    assert.equal(err.type, "conflict")
+    assert.match(err.message, new RegExp(`^Lost the lock for key\\(s\\) "${key}" while the job was still running`))
+    assert.equal(await env.raw.get(NS + key), "thief", "the new owner's lock is untouched")
+    // A job that may read its arguments gets them: the signal and the fencing tokens.
+    await locks.execute(key + ":2", function () {
+      args = [...arguments]
+    })
+    assert.ok(args[0] instanceof AbortSignal)
+    assert.equal(args[0].aborted, false)
+    assert.equal(typeof args[1].fencingToken, "number")
+  })
+
   test("a job that rejects after the loss surfaces its own error", async () => {
     const locks = env.provider()
     const key = "lease_lost_reject"
