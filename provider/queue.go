@@ -285,7 +285,8 @@ func (q *queue) pollFast(key string) bool {
 }
 
 // attempt runs acquire.lua on batch, keys that follow the held prefix, after noting them in the
-// holdings. It also registers the wake-up for a wait that follows. It returns the statuses of
+// holdings, up to a key handed to another waiter (see wakeups), which counts as held. It also
+// registers the wake-up for a wait that follows. It returns the statuses of
 // the keys Redis answered: all of batch, or those before the first that Redis could not be
 // reached for (IsUnreachable; q.down then says why), whose outcome may be unknown: they stay in
 // the holdings. Any other Redis error ends the call.
@@ -307,13 +308,53 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 		}
 		q.learn = false
 	}
+	// A key this Provider just freed for a call that waited longer is left to it (see wakeups):
+	// it counts as held, and this call waits for it.
+	sending := batch
+	if i := q.p.wakeups.handedAway(q.ctx, batch); i >= 0 {
+		sending = batch[:i]
+	}
+	res, sent, err := q.send(sending)
+	if err != nil {
+		return nil, sent, err
+	}
+	if len(sending) < len(batch) && len(res) == len(sending) && q.down == nil {
+		res = append(res, acquireHeld)
+	}
+	q.joined = ""
+	if q.ticket != "" && len(res) > 0 && isHeld(res[0]) {
+		q.joined = batch[0]
+	}
+	q.leftFor, q.overdue = 0, false
+	if i := slices.IndexFunc(res, isHeld); i >= 0 {
+		q.leftFor = time.Duration(-min(res[i], 0)) * time.Millisecond
+		q.overdue = res[i] == acquireOverdue
+	}
+	if f := q.queued; f != nil && q.down == nil && (q.ticket == "" || q.joined != "" || !slices.ContainsFunc(res, isHeld)) {
+		// With a ticket, only once the call is in the queue of the key it waits for (a key
+		// blocked behind the first of a batch joins on the next attempt, at once) or holds its
+		// keys: a call sent after it then queues behind it.
+		q.queued = nil
+		f()
+	}
+	return res, sent, nil
+}
+
+// send runs acquire.lua on batch (nothing when it is empty) and returns what attempt returns of
+// it; q.down says whether Redis could be reached.
+func (q *queue) send(batch []string) ([]int64, time.Time, error) {
+	sent := time.Now()
+	q.down = nil
+	if len(batch) == 0 {
+		return nil, sent, nil
+	}
 	// A key an earlier attempt of the call may have taken stays in the holdings, whatever
 	// becomes of this one.
 	fresh := slices.DeleteFunc(slices.Clone(batch), func(k string) bool { return q.h.touched[k] })
 	q.h.touch(batch...)
-	sent := time.Now()
 	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)
 	q.h.unsent(fresh, err)
+	q.p.wakeups.attempted(q.ctx, batch)
 	var down error
 	for j, key := range batch {
 		if errs[j] == nil {
@@ -333,22 +374,6 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 		return nil, sent, q.fail(fmt.Errorf("acquire %q: %w", key, err))
 	}
 	q.down = down
-	q.joined = ""
-	if q.ticket != "" && len(res) > 0 && isHeld(res[0]) {
-		q.joined = batch[0]
-	}
-	q.leftFor, q.overdue = 0, false
-	if i := slices.IndexFunc(res, isHeld); i >= 0 {
-		q.leftFor = time.Duration(-min(res[i], 0)) * time.Millisecond
-		q.overdue = res[i] == acquireOverdue
-	}
-	if f := q.queued; f != nil && q.down == nil && (q.ticket == "" || q.joined != "" || !slices.ContainsFunc(res, isHeld)) {
-		// With a ticket, only once the call is in the queue of the key it waits for (a key
-		// blocked behind the first of a batch joins on the next attempt, at once) or holds its
-		// keys: a call sent after it then queues behind it.
-		q.queued = nil
-		f()
-	}
 	return res, sent, nil
 }
 
