@@ -2,6 +2,7 @@ package bridge_test
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -37,7 +38,7 @@ func TestUpgradeNeedsAValidToken(t *testing.T) {
 	c := h.dial(testToken)
 	require.Equal(t, bridge.Subprotocol, c.ws.Subprotocol())
 	w := c.welcome
-	require.Equal(t, 2, w.Version)
+	require.Equal(t, bridge.ProtocolVersion, w.Version)
 	require.Equal(t, namespace, w.Namespace)
 	require.Equal(t, "", w.OwnerPrefix)
 	require.Equal(t, "", w.KeyPrefix)
@@ -66,11 +67,16 @@ func TestUpgradeChecksOriginAndSubprotocol(t *testing.T) {
 	require.Equal(t, http.StatusSwitchingProtocols, resp.StatusCode)
 	require.NoError(t, ws.Close())
 
-	d := websocket.Dialer{Subprotocols: []string{"chat"}}
+	// A client of protocol version 2 is told what to do about it.
+	d := websocket.Dialer{Subprotocols: []string{"locktui-bridge.v2"}}
 	_, resp, err = d.Dial(h.wsURL(), bearer(testToken))
 	require.ErrorIs(t, err, websocket.ErrBadHandshake)
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
+	require.Contains(t, string(body), "this bridge speaks "+bridge.Subprotocol)
+	require.Contains(t, string(body), "upgrade the client")
 
 	d = websocket.Dialer{} // no subprotocol offered: accepted
 	ws, _, err = d.Dial(h.wsURL(), bearer(testToken))

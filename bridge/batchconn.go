@@ -8,8 +8,57 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// maxBatchFrames bounds the frames the writer sends in one write.
-const maxBatchFrames = 64
+// Bounds of what the writer sends in one write: frames taken from its queue, and the bytes of
+// one batch frame (a batch that reaches it is sent, and the next frames start another).
+const (
+	maxBatchFrames = 64
+	maxBatchBytes  = 64 << 10
+)
+
+// batchWriter gathers text frames (JSON objects) into one frame: the first as it is, several as
+// a JSON array of them. Its buffer is kept between batches, unless a burst made it large.
+type batchWriter struct {
+	buf []byte // "[" then the frames, separated by commas
+	n   int    // frames gathered
+	one []byte // the frame, while there is one
+}
+
+// add appends one frame.
+func (w *batchWriter) add(frame []byte) {
+	if w.n == 0 {
+		w.one = frame
+	} else {
+		if w.n == 1 {
+			w.buf = append(append(w.buf[:0], '['), w.one...)
+		}
+		w.buf = append(append(w.buf, ','), frame...)
+	}
+	w.n++
+}
+
+// full reports whether the batch has reached maxBatchBytes.
+func (w *batchWriter) full() bool { return len(w.buf) >= maxBatchBytes }
+
+// empty reports whether no frame was gathered.
+func (w *batchWriter) empty() bool { return w.n == 0 }
+
+// frame returns the frame to send: valid until reset.
+func (w *batchWriter) frame() []byte {
+	if w.n == 1 {
+		return w.one
+	}
+	return append(w.buf, ']')
+}
+
+// reset empties w for the next batch.
+func (w *batchWriter) reset() {
+	w.n, w.one = 0, nil
+	if cap(w.buf) > 4*maxBatchBytes {
+		w.buf = nil
+	} else {
+		w.buf = w.buf[:0]
+	}
+}
 
 // batchListener wraps every accepted connection in a batchConn.
 type batchListener struct{ net.Listener }

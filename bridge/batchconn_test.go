@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"encoding/json"
 	"net"
 	"testing"
 
@@ -34,4 +35,21 @@ func TestBatchConnSendsHeldWritesInOneWrite(t *testing.T) {
 	require.NoError(t, b.flush(), "a flush with nothing held writes nothing")
 	_, _ = b.Write([]byte("d"))
 	require.Equal(t, [][]byte{[]byte("a"), []byte("bc"), []byte("d")}, rec.writes)
+}
+func TestBatchWriterSendsOneFrameAsItIsAndSeveralAsAnArray(t *testing.T) {
+	var w batchWriter
+	require.True(t, w.empty())
+	w.add([]byte(`{"id":1}`))
+	require.Equal(t, `{"id":1}`, string(w.frame()), "one frame goes as it is")
+	w.reset()
+	for i := range 3 {
+		w.add([]byte(`{"id":` + string(rune('1'+i)) + `}`))
+	}
+	var batch []map[string]int
+	require.NoError(t, json.Unmarshal(w.frame(), &batch))
+	require.Equal(t, []map[string]int{{"id": 1}, {"id": 2}, {"id": 3}}, batch, "several go as one array, in order")
+	w.reset()
+	require.True(t, w.empty())
+	w.add([]byte(`{"id":9}`))
+	require.Equal(t, `{"id":9}`, string(w.frame()), "a reset writer starts afresh")
 }

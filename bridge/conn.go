@@ -153,8 +153,7 @@ func (c *conn) run() {
 	defer close(c.finished)
 	c.log.Info("connection opened", "owner_prefix", c.token.OwnerPrefix, "key_prefix", c.token.KeyPrefix)
 	c.touch()
-	c.out <- outFrame{data: c.s.welcome(c.token, c.sess.id)} // first frame; the queue is empty
-	go c.writePump()
+	go c.writePump(c.s.welcome(c.token, c.sess.id))
 	reason := c.readPump()
 	if reason.code != 0 {
 		if reason.code != websocket.CloseInternalServerErr {
@@ -297,17 +296,23 @@ func (c *conn) drain() {
 }
 
 // writePump is the only writer of the socket: text frames, pongs and the close frame. The
-// frames it finds queued together go out in one write (see batchConn).
-func (c *conn) writePump() {
+// frames it finds queued together go out in one write (see batchConn), the text frames among
+// them as one batch frame (see writeQueued). The welcome goes first, in a frame of its own.
+func (c *conn) writePump(welcome []byte) {
 	defer close(c.writerDone)
 	batch := batchConnOf(c.ws)
+	var w batchWriter
+	w.add(welcome)
+	if !c.writeBatch(&w) {
+		return
+	}
 	for {
 		select {
 		case f := <-c.out:
 			if batch != nil {
 				batch.hold()
 			}
-			ok := c.writeQueued(f)
+			ok := c.writeQueued(&w, f)
 			if batch != nil {
 				if err := batch.flush(); err != nil && ok {
 					c.writeFailed(err)
@@ -323,37 +328,66 @@ func (c *conn) writePump() {
 	}
 }
 
-// writeQueued writes first and the frames queued behind it, at most maxBatchFrames; false
-// means the writer stops (see write).
-func (c *conn) writeQueued(first outFrame) bool {
-	ok := c.write(first)
-	for n := 1; ok && n < maxBatchFrames; n++ {
-		select {
-		case f := <-c.out:
-			ok = c.write(f)
-		default:
-			return true
+// writeQueued writes first and the frames queued behind it, at most maxBatchFrames: the text
+// frames (replies and events) ready together leave as one batch frame, a JSON array, in the
+// order queued, and a control frame among them after the texts before it. False means the
+// writer stops (see write).
+func (c *conn) writeQueued(w *batchWriter, first outFrame) bool {
+	f := first
+	for n := 1; ; n++ {
+		c.frameTaken(f)
+		if f.kind == textFrame {
+			w.add(f.data)
+		} else if !c.writeBatch(w) || !c.write(f) {
+			return false
 		}
+		if n == maxBatchFrames || w.full() {
+			break
+		}
+		next, more := c.queued()
+		if !more {
+			break
+		}
+		f = next
 	}
-	return ok
+	return c.writeBatch(w)
 }
 
-// write writes one frame; false means the writer stops (a close frame, or the write failed and
-// the connection is dropped).
-func (c *conn) write(f outFrame) bool {
-	c.frameTaken(f)
+// queued returns the next frame queued for the writer, if there is one.
+func (c *conn) queued() (outFrame, bool) {
+	select {
+	case f := <-c.out:
+		return f, true
+	default:
+		return outFrame{}, false
+	}
+}
+
+// writeBatch writes the text frames gathered in w, one as it is and several as a batch; false
+// means the write failed and the connection is dropped.
+func (c *conn) writeBatch(w *batchWriter) bool {
+	if w.empty() {
+		return true
+	}
 	_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
-	var err error
-	switch f.kind {
-	case closeFrame:
+	err := c.ws.WriteMessage(websocket.TextMessage, w.frame())
+	w.reset()
+	if err != nil {
+		c.writeFailed(err)
+		return false
+	}
+	return true
+}
+
+// write writes one control frame; false means the writer stops (a close frame, or the write
+// failed and the connection is dropped).
+func (c *conn) write(f outFrame) bool {
+	_ = c.ws.SetWriteDeadline(time.Now().Add(writeWait))
+	if f.kind == closeFrame {
 		_ = c.ws.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(f.code, f.text))
 		return false
-	case pongFrame:
-		err = c.ws.WriteMessage(websocket.PongMessage, f.data)
-	default:
-		err = c.ws.WriteMessage(websocket.TextMessage, f.data)
 	}
-	if err != nil {
+	if err := c.ws.WriteMessage(websocket.PongMessage, f.data); err != nil {
 		c.writeFailed(err)
 		return false
 	}

@@ -52,7 +52,24 @@ var opFields = map[Op]fieldSpec{
 	OpSettle:       {allowed: []string{"keys", "owner", "claim"}, required: []string{"keys", "claim"}},
 }
 
-// DecodeRequest parses one text frame strictly: a JSON object with an id (string or number),
+// splitBatch reports whether a text frame is a batch (a JSON array) and returns its elements,
+// each to be decoded as one request, in order. A batch that is not valid JSON or is empty is a
+// bad_request; a frame that is not an array is not a batch.
+func splitBatch(frame []byte) (requests []json.RawMessage, batch bool, err *Error) {
+	trimmed := bytes.TrimLeft(frame, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return nil, false, nil
+	}
+	if err := json.Unmarshal(trimmed, &requests); err != nil {
+		return nil, true, newError(CodeBadRequest, "invalid JSON: "+err.Error())
+	}
+	if len(requests) == 0 {
+		return nil, true, newError(CodeBadRequest, "an empty batch: a batch is an array of one request or more")
+	}
+	return requests, true, nil
+}
+
+// DecodeRequest parses one request (a text frame, or an element of a batch) strictly: a JSON object with an id (string or number),
 // a known op and exactly the fields that op takes, each of the right type and range. On failure
 // it returns an *Error (code bad_request or unknown_op) and, when the id could be read, a
 // Request carrying it, so that the reply can name the request. It never panics.

@@ -148,6 +148,7 @@ type client struct {
 	t       *testing.T
 	ws      *websocket.Conn
 	welcome frame
+	pending []frame // the messages of the last batch frame not read yet
 }
 
 // dialHeader connects with the given headers and returns the response of the handshake.
@@ -189,16 +190,34 @@ func (c *client) sendRaw(typ int, data []byte) {
 	require.NoError(c.t, c.ws.WriteMessage(typ, data))
 }
 
-// recv reads the next frame.
+// recv reads the next message: the next one of a batch frame already read, else of the next
+// frame.
 func (c *client) recv() frame {
+	c.t.Helper()
+	if len(c.pending) == 0 {
+		c.pending = c.recvFrame()
+	}
+	f := c.pending[0]
+	c.pending = c.pending[1:]
+	return f
+}
+
+// recvFrame reads the next frame: its messages, one or a batch.
+func (c *client) recvFrame() []frame {
 	c.t.Helper()
 	require.NoError(c.t, c.ws.SetReadDeadline(time.Now().Add(replyWait)))
 	typ, data, err := c.ws.ReadMessage()
 	require.NoError(c.t, err)
 	require.Equal(c.t, websocket.TextMessage, typ)
+	if data[0] == '[' {
+		var batch []frame
+		require.NoError(c.t, json.Unmarshal(data, &batch), "frame %s", data)
+		require.Greater(c.t, len(batch), 1, "a batch of one: %s", data)
+		return batch
+	}
 	var f frame
 	require.NoError(c.t, json.Unmarshal(data, &f), "frame %s", data)
-	return f
+	return []frame{f}
 }
 
 // call sends a request and returns the next frame, which must answer it.

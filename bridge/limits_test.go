@@ -51,7 +51,9 @@ func TestInvalidFramesGetErrorReplies(t *testing.T) {
 		frame, id, code, message string
 	}{
 		{`not json`, "null", "bad_request", ""},
-		{`[1,2]`, "null", "bad_request", "a request must be a JSON object"},
+		{`"ping"`, "null", "bad_request", "a request must be a JSON object"},
+		{`[]`, "null", "bad_request", "an empty batch: a batch is an array of one request or more"},
+		{`[{"id":1,"op":"ping"}`, "null", "bad_request", ""},
 		{`{"id":{},"op":"ping"}`, "null", "bad_request", `"id" must be a string or a number`},
 		{`{"id":7,"op":"fly"}`, "7", "unknown_op", `unknown op "fly"`},
 		{`{"id":"x","op":"ping","extra":1}`, `"x"`, "bad_request", `unknown field "extra" for op "ping"`},
@@ -64,8 +66,28 @@ func TestInvalidFramesGetErrorReplies(t *testing.T) {
 		require.Equal(t, "invalid_data", f.Error.Type)
 	}
 	c.ok(req{"id": 9, "op": "ping"}) // the connection is still fine
-	require.Equal(t, "3", h.metric(`locktui_bridge_requests_total{op="invalid",result="bad_request"}`))
+	require.Equal(t, "5", h.metric(`locktui_bridge_requests_total{op="invalid",result="bad_request"}`))
 	require.Equal(t, "1", h.metric(`locktui_bridge_requests_total{op="ping",result="bad_request"}`))
+}
+
+func TestABatchIsServedAsItsRequestsInOrder(t *testing.T) {
+	h := start(t)
+	c := h.dial(testToken)
+	// Two leases on one key in one batch: the first sent gets it (order.go), and an invalid
+	// request in the batch is answered without harming the others.
+	c.sendRaw(websocket.TextMessage, []byte(`[{"id":1,"op":"lease","keys":["b"]},{"id":{},"op":"ping"},`+
+		`{"id":3,"op":"fly"},{"id":4,"op":"lease","keys":["b"],"timeout":0.2},{"id":5,"op":"ping"}]`))
+	replies := map[string]frame{}
+	for range 5 {
+		f := c.recv()
+		replies[string(f.ID)] = f
+	}
+	require.True(t, replies["1"].OK, "the first lease sent takes the key: %+v", replies["1"].Error)
+	requireError(t, replies["null"], "bad_request", `"id" must be a string or a number`)
+	requireError(t, replies["3"], "unknown_op", `unknown op "fly"`)
+	requireError(t, replies["4"], "timed_out", "Timed-out acquiring lock.")
+	require.True(t, replies["5"].OK)
+	require.Equal(t, replies["1"].Result["owner"], h.owner("b"))
 }
 
 func TestProtocolViolationsCloseOnlyTheirConnection(t *testing.T) {

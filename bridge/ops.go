@@ -14,9 +14,29 @@ import (
 // (see docs/bridge-protocol.md, cancel), as the provider defines it.
 const timedOutMessage = provider.TimedOutMessage
 
-// handleFrame decodes and dispatches one text frame. It reports false when the connection has
-// used up its budget of invalid frames and must be closed.
+// handleFrame decodes and dispatches one text frame: a request, or a batch of them handled one
+// by one in order, as if each had come in a frame of its own. It reports false when the
+// connection has used up its budget of invalid frames and must be closed.
 func (c *conn) handleFrame(frame []byte) bool {
+	requests, batch, err := splitBatch(frame)
+	if !batch {
+		return c.handleRequest(frame)
+	}
+	if err != nil {
+		c.reply(Request{}, nil, err)
+		return c.allowBadFrame()
+	}
+	for _, r := range requests {
+		if !c.handleRequest(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// handleRequest decodes and dispatches one request; false as for handleFrame. An invalid
+// request is charged to the connection's budget of invalid frames.
+func (c *conn) handleRequest(frame []byte) bool {
 	req, err := DecodeRequest(frame)
 	if err != nil {
 		var perr *Error

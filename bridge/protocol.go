@@ -2,22 +2,28 @@ package bridge
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/locktui/locktui/provider"
 )
 
 // ProtocolVersion is the version of docs/bridge-protocol.md this package speaks.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
-// Subprotocol is the WebSocket subprotocol of version 2. Clients may offer it; a client that
-// offers subprotocols without it is refused.
-const Subprotocol = "locktui-bridge.v2"
+// Subprotocol is the WebSocket subprotocol of version 3. Clients may offer it; a client that
+// offers subprotocols without it (an older client) is refused with a message naming it.
+const Subprotocol = "locktui-bridge.v3"
+
+// unsupportedSubprotocol is the answer to an upgrade that offers subprotocols but not
+// Subprotocol: as a rule, a client of an older protocol version.
+var unsupportedSubprotocol = fmt.Sprintf("unsupported subprotocol: this bridge speaks %s (protocol version %d); "+
+	"upgrade the client to a release that speaks it, e.g. npm install @locktui/medusa-locking-bridge@latest", Subprotocol, ProtocolVersion)
 
 // Op names a request operation.
 type Op string
 
-// The operations of protocol version 2.
+// The operations of the protocol.
 const (
 	OpAcquire      Op = "acquire"
 	OpRelease      Op = "release"
@@ -33,7 +39,7 @@ const (
 // Event names a message the bridge sends without an id: the welcome and the events.
 type Event string
 
-// The messages without an id of protocol version 2.
+// The messages without an id of the protocol.
 const (
 	EventWelcome   Event = "welcome"
 	EventLeaseLost Event = "lease_lost"

@@ -257,7 +257,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if offered := websocket.Subprotocols(r); len(offered) > 0 && !slices.Contains(offered, Subprotocol) {
-		s.reject(w, rejectSubprotocol, http.StatusBadRequest, "unsupported subprotocol: this bridge speaks "+Subprotocol)
+		s.reject(w, rejectSubprotocol, http.StatusBadRequest, unsupportedSubprotocol)
 		return
 	}
 	if reason, msg := s.admit(token.Secret); reason != "" {

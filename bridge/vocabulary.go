@@ -14,8 +14,8 @@ import (
 // ./bridge` writes it; a test of this package fails when it differs from ProtocolJSON.
 const ProtocolJSONFile = "compat/medusa-locking-bridge/lib/protocol.json"
 
-// fallbackRules are what a client assumes of a version 2 welcome that lacks a value: the rules that
-// bridges before the value was announced applied without saying so. A bridge announces its own
+// fallbackRules are what a client assumes of a welcome that lacks a value: the rules that
+// version 2 bridges before the value was announced applied without saying so. A bridge announces its own
 // values (heartbeat.margin_ms, limits.max_seconds, limits.max_in_flight); these are for older
 // ones, so they must stay what those bridges did (a test pins them): a bridge that needs other
 // values announces them.

@@ -60,7 +60,7 @@ medusa-locking-bridge package) share Medusa locks with Go services and stock Med
 Usage: bridge --token TOKEN [flags]
 
 Endpoints:
-  /ws        the WebSocket of the bridge protocol (subprotocol locktui-bridge.v2); clients send
+  /ws        the WebSocket of the bridge protocol (subprotocol locktui-bridge.v3); clients send
              Authorization: Bearer TOKEN
   /healthz   200 while the process is up (no token needed)
   /readyz    200 while Redis answers PING, else 503, also while shutting down (no token needed)

@@ -30,7 +30,7 @@ async function timed(n, fn) {
 
 function pinger(url, token) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url, "locktui-bridge.v2", { headers: { Authorization: `Bearer ${token}` }, perMessageDeflate: false })
+    const ws = new WebSocket(url, require("../medusa-locking-bridge/lib/protocol").SUBPROTOCOL, { headers: { Authorization: `Bearer ${token}` }, perMessageDeflate: false })
     const pending = new Map()
     let id = 0
     ws.on("error", reject)

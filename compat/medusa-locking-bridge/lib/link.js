@@ -6,7 +6,7 @@
 // queue of new work are lib/connection.js's.
 
 const { Types, bridgeFailure, lockingError, reasonOf } = require("./errors")
-const { BridgeSocket, domainMismatch, domainOf } = require("./socket")
+const { BridgeSocket, domainMismatch, domainOf, MAX_UTF8_PER_UNIT } = require("./socket")
 const { Deadlines, heartbeatInterval, grantedAt } = require("./deadlines")
 const { Ops, Events, Codes, rulesOf } = require("./protocol")
 
@@ -15,8 +15,6 @@ const MAX_LOST_FIRST = 64
 
 /** send's options when none are given (no object per request). */
 const COUNTED = Object.freeze({ counted: true })
-/** The largest number of UTF-8 bytes one UTF-16 code unit of a string encodes to. */
-const MAX_UTF8_PER_UNIT = 3
 
 /** A connection to one bridge, from the upgrade to its end. */
 class Link {

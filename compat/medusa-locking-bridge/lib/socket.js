@@ -6,10 +6,12 @@
 
 const WebSocket = require("ws")
 const { bridgeFailure, oneLine } = require("./errors")
-const { SUBPROTOCOL, PROTOCOL_VERSION, CLIENT_HEADER, Events, rulesProblem } = require("./protocol")
+const { SUBPROTOCOL, PROTOCOL_VERSION, CLIENT_HEADER, Events, rulesProblem, rulesOf } = require("./protocol")
 
 /** HTTP statuses of a refused upgrade that no retry fixes by itself. */
 const FATAL_STATUSES = new Set([400, 401, 403, 404])
+/** The largest number of UTF-8 bytes one UTF-16 code unit of a string encodes to. */
+const MAX_UTF8_PER_UNIT = 3
 /** How long a close handshake may take before the socket is destroyed. */
 const CLOSE_GRACE_MS = 1000
 
@@ -90,31 +92,50 @@ class BridgeSocket {
   }
 
   /**
-   * Sends one frame, a JSON text (or an object to encode); returns its send time
-   * (performance.now()): the frame leaves at the end of the tick at the latest, so deadlines
-   * counted from this time are early, never late. The frames sent in one tick leave together, in
-   * one write (the socket is corked until the next tick), instead of one write per frame. A
-   * failed send ends the socket.
+   * Sends one request, a JSON text (or an object to encode); returns its send time
+   * (performance.now()): it leaves at the end of the tick at the latest, so deadlines counted
+   * from this time are early, never late. The requests sent in one tick leave together, in order,
+   * as one batch frame (a JSON array; one request alone as it is), in as few frames as the
+   * bridge's max_frame_bytes allows. A failed send ends the socket.
    */
   send(frame) {
     const at = performance.now()
     this.lastSentAt = at
-    const raw = this.ws._socket
-    if (!this.corked && raw) {
-      this.corked = true
-      raw.cork()
-      process.nextTick(() => {
-        this.corked = false
-        raw.uncork()
-      })
+    const text = typeof frame === "string" ? frame : JSON.stringify(frame)
+    if (this.batch === undefined) {
+      this.batch = [text]
+      this.batchUnits = text.length
+      process.nextTick(this.flushBatch)
+      return at
     }
-    this.ws.send(typeof frame === "string" ? frame : JSON.stringify(frame), () => {})
+    // A batch of at most maxFrameBytes / 3 code units is small enough without counting its bytes.
+    if (this.maxFrameBytes !== undefined && (this.batchUnits + text.length + 2) * MAX_UTF8_PER_UNIT > this.maxFrameBytes) {
+      this.writeBatch()
+      this.batch = []
+      this.batchUnits = 0
+    }
+    this.batch.push(text)
+    this.batchUnits += text.length + 1
     return at
+  }
+
+  /** Sends the batch of this tick, if any (bound: it runs from process.nextTick). */
+  flushBatch = () => {
+    if (this.batch === undefined) return
+    this.writeBatch()
+    this.batch = undefined
+  }
+
+  writeBatch() {
+    const batch = this.batch
+    if (batch.length === 0 || this.ended || this.ws.readyState !== WebSocket.OPEN) return
+    this.ws.send(batch.length === 1 ? batch[0] : `[${batch.join(",")}]`, () => {})
   }
 
   /** Closes with code (1000: this client holds none of the connection's leases); destroys the socket if the handshake stalls. */
   close(code = 1000, reason = "") {
     if (this.closing || this.ended || !this.ws) return
+    this.flushBatch() // what was sent before the close goes before it
     this.closing = true
     clearTimeout(this.welcomeTimer)
     if (this.ws.readyState === WebSocket.CONNECTING) {
@@ -138,15 +159,26 @@ class BridgeSocket {
     this.handlers.end(error, code)
   }
 
+  /** A frame of the bridge: the welcome, then replies and events, one or a batch (a JSON array) each. */
   onMessage(data, isBinary) {
     if (this.closing || this.ended) return
     let msg
     try {
       if (isBinary) throw new Error("binary frame")
       msg = JSON.parse(String(data))
-      if (msg === null || typeof msg !== "object" || Array.isArray(msg)) throw new Error("not a JSON object")
+      if (msg === null || typeof msg !== "object") throw new Error("not a JSON object")
+      if (Array.isArray(msg) && (!this.welcomed || msg.some((m) => m === null || typeof m !== "object" || Array.isArray(m)))) {
+        throw new Error(this.welcomed ? "a batch of something else than JSON objects" : "a batch instead of a welcome")
+      }
     } catch (err) {
       this.terminate(new Error(`the bridge sent an unreadable frame (${err.message})`))
+      return
+    }
+    if (Array.isArray(msg)) {
+      for (const m of msg) {
+        if (this.closing || this.ended) return
+        this.handlers.frame(m)
+      }
       return
     }
     if (this.welcomed) {
@@ -166,6 +198,7 @@ class BridgeSocket {
       return
     }
     this.welcomed = true
+    this.maxFrameBytes = rulesOf(msg).maxFrameBytes
     this.handlers.welcome(msg)
   }
 
@@ -258,4 +291,4 @@ function domainOf(welcome, display) {
   return { display, namespace: welcome.namespace, owner_prefix: welcome.owner_prefix, key_prefix: welcome.key_prefix }
 }
 
-module.exports = { BridgeSocket, domainMismatch, domainOf }
+module.exports = { BridgeSocket, domainMismatch, domainOf, MAX_UTF8_PER_UNIT }

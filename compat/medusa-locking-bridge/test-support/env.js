@@ -330,6 +330,15 @@ function guardUnhandledRejections() {
   }
 }
 
+/**
+ * The messages of one WebSocket frame of the bridge protocol: one JSON object, or a batch (a JSON
+ * array of them, docs/bridge-protocol.md "Frames"). For the scripted bridges of the tests.
+ */
+function messagesOf(data) {
+  const parsed = JSON.parse(String(data))
+  return Array.isArray(parsed) ? parsed : [parsed]
+}
+
 /** An ioredis client on url (from compat/node_modules). */
 function redisClient(url) {
   const Redis = requireCompat("ioredis")
@@ -354,6 +363,7 @@ module.exports = {
   stopChild,
   guardUnhandledRejections,
   redisClient,
+  messagesOf,
   buildStockProvider,
   sleep,
 }

@@ -11,6 +11,7 @@ const { describe, test, before, after } = require("node:test")
 const assert = require("node:assert/strict")
 const { useBridgeEnv, startProxy, startBridge, freePort, waitFor, sleep } = require("../test-support/env")
 const { createBridgeLockingProvider, LOCKING_BRIDGE_ERROR } = require("..")
+const { PROTOCOL_VERSION } = require("../lib/protocol")
 
 const NS = "medusa_lock:"
 let proxy
@@ -446,7 +447,7 @@ describe("a bridge that welcomes and drops at once", () => {
     const server = new WebSocketServer({ host: "127.0.0.1", port, handleProtocols: (protocols) => [...protocols][0] })
     server.on("connection", (ws) => {
       connections++
-      ws.send(JSON.stringify({ type: "welcome", version: 2, namespace: NS, session: "0123456789abcdef0123456789abcdef", resume_ms: 60000, heartbeat: { interval_ms: 1000, timeout_ms: 4000 }, limits: { max_in_flight: 8 } }))
+      ws.send(JSON.stringify({ type: "welcome", version: PROTOCOL_VERSION, namespace: NS, session: "0123456789abcdef0123456789abcdef", resume_ms: 60000, heartbeat: { interval_ms: 1000, timeout_ms: 4000 }, limits: { max_in_flight: 8 } }))
       ws.close(1001, "going away")
     })
     const locks = createBridgeLockingProvider({ url: `ws://127.0.0.1:${port}/ws`, reconnectMinDelayMs: 20, reconnectMaxDelayMs: 400 })

@@ -8,11 +8,12 @@ const { test } = require("node:test")
 const assert = require("node:assert/strict")
 const { WebSocketServer } = require("ws")
 const { createBridgeLockingProvider } = require("..")
-const { waitFor } = require("../test-support/env")
+const { waitFor, messagesOf } = require("../test-support/env")
+const { PROTOCOL_VERSION } = require("../lib/protocol")
 
 const WELCOME = {
   type: "welcome",
-  version: 2,
+  version: PROTOCOL_VERSION,
   namespace: "medusa_lock:",
   session: "0123456789abcdef0123456789abcdef",
   resume_ms: 60000,
@@ -32,12 +33,13 @@ async function scriptedBridge(onLease) {
   server.on("connection", (ws) => {
     ws.send(JSON.stringify(WELCOME))
     ws.on("message", (data) => {
-      const req = JSON.parse(String(data))
-      if (req.op === "lease") onLease(ws, req, ++leases, state)
-      else if (req.op === "ping") ws.send(JSON.stringify({ id: req.id, ok: true, result: { leases: state.valid } }))
-      else if (req.op === "lease_release") {
-        state.released.push(req.lease)
-        ws.send(JSON.stringify({ id: req.id, ok: true, result: { released: false } }))
+      for (const req of messagesOf(data)) {
+        if (req.op === "lease") onLease(ws, req, ++leases, state)
+        else if (req.op === "ping") ws.send(JSON.stringify({ id: req.id, ok: true, result: { leases: state.valid } }))
+        else if (req.op === "lease_release") {
+          state.released.push(req.lease)
+          ws.send(JSON.stringify({ id: req.id, ok: true, result: { released: false } }))
+        }
       }
     })
   })

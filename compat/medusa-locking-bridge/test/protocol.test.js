@@ -14,7 +14,7 @@ const path = require("node:path")
 const { describe, test } = require("node:test")
 const assert = require("node:assert/strict")
 const WebSocket = require("ws")
-const { useBridgeEnv, requireCompat, packageDir } = require("../test-support/env")
+const { useBridgeEnv, requireCompat, packageDir, messagesOf } = require("../test-support/env")
 const { createBridgeLockingProvider } = require("..")
 const protocol = require("../lib/protocol")
 const spec = require("../lib/protocol.json")
@@ -112,20 +112,30 @@ describe("lib/ and lib/protocol.json", () => {
 async function rawConnection(url) {
   const ws = new WebSocket(url, SUBPROTOCOL, { headers: { [CLIENT_HEADER]: "host=contract&pid=1&program=protocol.test" }, perMessageDeflate: false })
   const pending = new Map()
-  let welcomed
+  let welcomed, welcomeFailed
   const welcome = new Promise((resolve, reject) => {
     welcomed = resolve
+    welcomeFailed = reject
     ws.once("error", reject)
   })
   ws.on("message", (data) => {
-    const msg = JSON.parse(String(data))
-    if (msg.id === undefined) return welcomed(msg)
-    pending.get(msg.id)?.(msg)
-    pending.delete(msg.id)
+    for (const msg of messagesOf(data)) {
+      if (msg.id === undefined) welcomed(msg)
+      pending.get(msg.id)?.(msg)
+      pending.delete(msg.id)
+    }
+  })
+  let closed
+  ws.on("close", (code, reason) => {
+    closed = new Error(`the bridge closed the connection: ${code} ${reason}`)
+    for (const fail of pending.values()) fail(closed)
+    pending.clear()
+    welcomeFailed(closed)
   })
   const call = (frame) =>
-    new Promise((resolve) => {
-      pending.set(frame.id, resolve)
+    new Promise((resolve, reject) => {
+      if (closed) return reject(closed)
+      pending.set(frame.id, (msg) => (msg instanceof Error ? reject(msg) : resolve(msg)))
       ws.send(JSON.stringify(frame))
     })
   return { ws, welcome: await welcome, call }
@@ -194,17 +204,26 @@ describe("the bridge and lib/protocol.json", () => {
 
 /**
  * A fake bridge on a free port that sends welcome and answers requests as a bridge would (every
- * acquire and release succeeds, a lease is granted for a minute); frames are the requests it got.
+ * acquire and release succeeds, a lease is granted for a minute), the replies to one frame in one
+ * frame (a batch when there are several); frames are the requests it got, and batches, for each
+ * frame that held more than pings, how many requests it held and its size in bytes.
  */
 async function fakeBridge(welcome) {
   const server = new WebSocket.WebSocketServer({ host: "127.0.0.1", port: 0, handleProtocols: (protocols) => [...protocols][0] })
   await new Promise((resolve) => server.once("listening", resolve))
   const frames = []
+  const batches = []
   let leases = 0
   server.on("connection", (ws) => {
     ws.send(JSON.stringify({ type: Events.WELCOME, version: PROTOCOL_VERSION, namespace: NS, session: SESSION, resume_ms: 60000, ...welcome }))
     ws.on("message", (data) => {
-      const req = JSON.parse(String(data))
+      const requests = messagesOf(data)
+      const counted = requests.filter((req) => req.op !== Ops.PING).length
+      if (counted > 0) batches.push({ requests: counted, bytes: data.length })
+      const replies = requests.map(answer)
+      ws.send(replies.length === 1 ? replies[0] : `[${replies.join(",")}]`)
+    })
+    const answer = (req) => {
       if (req.op !== Ops.PING) frames.push(req)
       const result = {
         [Ops.ACQUIRE]: {},
@@ -214,12 +233,13 @@ async function fakeBridge(welcome) {
         [Ops.LEASE_RELEASE]: { released: true },
         [Ops.PING]: { leases: {} },
       }[req.op]
-      ws.send(JSON.stringify({ id: req.id, ok: true, result }))
-    })
+      return JSON.stringify({ id: req.id, ok: true, result })
+    }
   })
   return {
     url: `ws://127.0.0.1:${server.address().port}/ws`,
     frames,
+    batches,
     close: () => {
       for (const ws of server.clients) ws.terminate()
       return new Promise((resolve) => server.close(resolve))
@@ -234,6 +254,29 @@ async function providerOn(url, options = {}) {
   await locks.ready(5000)
   return locks
 }
+
+describe("batches (protocol version 3)", () => {
+  test("the requests of one tick leave in one frame, within max_frame_bytes; a batch of replies is read reply by reply", async () => {
+    const bridge = await fakeBridge({ heartbeat: { interval_ms: 1000, timeout_ms: 4000 }, limits: { max_frame_bytes: 2048 } })
+    try {
+      const locks = await providerOn(bridge.url)
+      bridge.batches.length = 0
+      const released = await Promise.all(["a", "b", "c"].map((k) => locks.release(k, { ownerId: "o" })))
+      assert.deepEqual(released, [true, true, true], "every reply of the batch reached its call")
+      assert.deepEqual(bridge.batches.map((b) => b.requests), [3], "three requests of one tick, one frame")
+
+      // More than one frame holds: as few frames as max_frame_bytes allows, none larger.
+      bridge.batches.length = 0
+      const keys = Array.from({ length: 60 }, (_, i) => `key-${i}`)
+      assert.ok((await Promise.all(keys.map((k) => locks.release(k, { ownerId: "o" })))).every(Boolean))
+      assert.equal(bridge.batches.reduce((n, b) => n + b.requests, 0), 60)
+      assert.ok(bridge.batches.length > 1 && bridge.batches.length < 10, `60 requests in ${bridge.batches.length} frames`)
+      for (const b of bridge.batches) assert.ok(b.bytes <= 2048, `a frame of ${b.bytes} bytes`)
+    } finally {
+      await bridge.close()
+    }
+  })
+})
 
 describe("the welcome's run-time rules", () => {
   test("announced rules are the client's, whatever they are", async () => {

@@ -11,9 +11,10 @@
 
 const { describe, test, afterEach } = require("node:test")
 const assert = require("node:assert/strict")
-const { useBridgeEnv, waitFor, holderRecord } = require("../test-support/env")
+const { useBridgeEnv, waitFor, holderRecord, messagesOf } = require("../test-support/env")
 const { startStack, watchKey, recordCloses } = require("../test-support/stack")
 const { LOCKING_BRIDGE_ERROR } = require("..")
+const { PROTOCOL_VERSION } = require("../lib/protocol")
 
 const NS = "medusa_lock:"
 let fast // --client-timeout 1s (pings every 250 ms, connection deadline 750 ms after a proof)
@@ -216,13 +217,14 @@ describe("defect 5: the connection's leases end before the bridge can free them"
     const server = new WebSocketServer({ host: "127.0.0.1", port: 0, handleProtocols: (protocols) => [...protocols][0] })
     await new Promise((resolve) => server.once("listening", resolve))
     server.on("connection", (ws) => {
-      ws.send(JSON.stringify({ type: "welcome", version: 2, namespace: NS, session: "0123456789abcdef0123456789abcdef", resume_ms: 60000, heartbeat: { interval_ms: 1000, timeout_ms: 4000 }, limits: {} }))
+      ws.send(JSON.stringify({ type: "welcome", version: PROTOCOL_VERSION, namespace: NS, session: "0123456789abcdef0123456789abcdef", resume_ms: 60000, heartbeat: { interval_ms: 1000, timeout_ms: 4000 }, limits: {} }))
       ws.on("message", (data) => {
-        const req = JSON.parse(String(data))
-        if (req.op === "lease") {
-          ws.send(JSON.stringify({ id: req.id, ok: true, result: { lease: "L1", owner: "execute:x", valid_ms: 60000 } }))
-          setTimeout(() => ws.close(1000), 50)
-        } else if (req.op === "ping") ws.send(JSON.stringify({ id: req.id, ok: true, result: { leases: { L1: 60000 } } }))
+        for (const req of messagesOf(data)) {
+          if (req.op === "lease") {
+            ws.send(JSON.stringify({ id: req.id, ok: true, result: { lease: "L1", owner: "execute:x", valid_ms: 60000 } }))
+            setTimeout(() => ws.close(1000), 50)
+          } else if (req.op === "ping") ws.send(JSON.stringify({ id: req.id, ok: true, result: { leases: { L1: 60000 } } }))
+        }
       })
     })
     const locks = env.provider({ url: `ws://127.0.0.1:${server.address().port}/ws`, reconnectMinDelayMs: 1000 })
