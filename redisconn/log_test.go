@@ -1,37 +1,18 @@
 package redisconn_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/freeport"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/redisconn"
 )
-
-// syncBuffer is a bytes.Buffer that go-redis's goroutines and the test may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // closedPortURL returns a redis:// URL of a loopback port nobody listens on.
 func closedPortURL(t *testing.T) string {
@@ -51,7 +32,7 @@ func provokeDialFailure(t *testing.T) {
 }
 
 func TestLogToSendsGoRedisLinesToSlog(t *testing.T) {
-	var out syncBuffer
+	var out testsupport.Buffer
 	restore := redisconn.LogTo(slog.New(slog.NewJSONHandler(&out, nil)))
 	defer restore()
 	provokeDialFailure(t)
@@ -71,7 +52,7 @@ func TestLogToSendsGoRedisLinesToSlog(t *testing.T) {
 }
 
 func TestLogToRestoresThePreviousRoute(t *testing.T) {
-	var first, second syncBuffer
+	var first, second testsupport.Buffer
 	restoreFirst := redisconn.LogTo(slog.New(slog.NewTextHandler(&first, nil)))
 	defer restoreFirst()
 	restoreSecond := redisconn.LogTo(slog.New(slog.NewTextHandler(&second, nil)))
@@ -92,7 +73,7 @@ func TestLogToRestoresThePreviousRoute(t *testing.T) {
 }
 
 func TestLogToHonoursTheLevel(t *testing.T) {
-	var out syncBuffer
+	var out testsupport.Buffer
 	restore := redisconn.LogTo(slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelError})))
 	defer restore()
 	provokeDialFailure(t)

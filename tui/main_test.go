@@ -3,13 +3,9 @@ package tui
 import (
 	"testing"
 
-	"go.uber.org/goleak"
-
-	"github.com/locktui/locktui/redisconn"
+	"github.com/locktui/locktui/internal/testsupport"
 )
 
-func TestMain(m *testing.M) {
-	// Drop go-redis' log lines: the tests that stop a server make it log every failed dial.
-	redisconn.LogTo(nil)
-	goleak.VerifyTestMain(m)
-}
+// TestMain drops go-redis's log of failed dials (the tests that stop a server make it log
+// every one) and checks for leaked goroutines.
+func TestMain(m *testing.M) { testsupport.Main(m, testsupport.MainOptions{FailedDials: true}) }

@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/locktui/locktui/bridge"
 	"github.com/locktui/locktui/internal/bench"
 	"github.com/locktui/locktui/internal/nodeproc"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 )
 
@@ -29,7 +28,7 @@ func TestStartBridgeServesTheNamespaceWithTheTokenUntilStopped(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client(t)
 	ns := bench.Namespace("bridge-test")
-	var log lockedLog
+	var log testsupport.Buffer
 	b, err := bench.StartBridge(t.Context(), bench.Env{RedisURL: srv.URL, CompatDir: dir, Log: &log}, ns)
 	require.NoError(t, err)
 	stopped := false
@@ -89,22 +88,4 @@ func TestStartBridgeNeedsTheLocktuiModule(t *testing.T) {
 	_, err := bench.StartBridge(t.Context(), bench.Env{RedisURL: "redis://127.0.0.1:1", CompatDir: compat}, bench.Namespace("x"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "is not the locktui module")
-}
-
-// lockedLog is a log the bridge's output goroutine writes while the test reads it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
