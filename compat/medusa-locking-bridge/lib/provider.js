@@ -116,8 +116,8 @@ class BridgeLockingProvider {
     const providerOptions = fromCradle(cradle, OPTIONS_REGISTRATION) ?? {}
     this.waitLockingTimeout =
       coerced(providerOptions.waitLockingTimeout) ?? coerced(moduleOptions?.waitLockingTimeout) ?? DEFAULT_WAIT_LOCKING_TIMEOUT
-    /** Whether execute waits for the bridge's answer to its release (stock's timing, the default; see the README). */
-    this.awaitRelease = providerOptions.awaitRelease !== false
+    /** Whether execute waits for the bridge's answer to its release (stock's timing; not the default, see the README). */
+    this.awaitRelease = providerOptions.awaitRelease === true
   }
 
   /**
@@ -147,7 +147,7 @@ class BridgeLockingProvider {
       return result
     } finally {
       // The release is sent now, in order before any later request of this client on these
-      // keys (the bridge runs it first); with awaitRelease false, execute does not wait for its reply.
+      // keys (the bridge runs it first); execute waits for its reply only with awaitRelease.
       const released = lease.release()
       if (this.awaitRelease) await released
       else released.catch((err) => this.releaseFailed_(keys, err))

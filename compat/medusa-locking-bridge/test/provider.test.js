@@ -297,13 +297,14 @@ describe("stock argument coercions", () => {
     assert.ok(seen[1] > 50 && seen[1] <= 60, `default lease 60 s, TTL ${seen[1]}`)
     const ttl = await locks.execute("ex_owner", async () => env.raw.ttl(NS + "ex_owner"), { expire: 900 })
     assert.ok(ttl > 890 && ttl <= 900, `expire 900: TTL ${ttl}`)
-    assert.equal(await env.raw.get(NS + "ex_owner"), null, "released when execute resolves (awaitRelease, the default)")
-    // awaitRelease false: execute resolves once its release is sent; this client's next request
-    // on the key comes after it (a plain acquire, which fails at once on a held key, gets it),
-    // others see the key free a round trip later.
-    const sending = env.provider({ awaitRelease: false })
-    await sending.execute("ex_owner", async () => {})
-    await assertReleasedForThisClient(sending, "ex_owner")
+    // By default execute resolves once its release is sent; this client's next request on the
+    // key comes after it (a plain acquire, which fails at once on a held key, gets it), others
+    // see the key free a round trip later.
+    await assertReleasedForThisClient(locks, "ex_owner")
+    // awaitRelease: execute resolves once the bridge released the key, as stock's does.
+    const awaiting = env.provider({ awaitRelease: true })
+    await awaiting.execute("ex_owner", async () => {})
+    assert.equal(await env.raw.get(NS + "ex_owner"), null, "released when execute resolves (awaitRelease)")
     await rejectsConflict(
       locks.execute("ex_nested", () => locks.execute("ex_nested", async () => "inner", { timeout: 1 })),
       "Timed-out acquiring lock."
