@@ -27,7 +27,9 @@ type LeaseOptions struct {
 	Expire time.Duration
 	// Queued, when set, is called once, as soon as Redis has answered the call's first attempt
 	// (the call then holds the keys or waits for them; with Options.FairQueue, once it is in the
-	// queue of the key it waits for); it is not called when the call ends before that. A caller
+	// queue of the key it waits for), or that attempt found its first key handed to a call that
+	// waited longer (see docs/waiting.md) and sent nothing; it is not called when the call ends
+	// before that. A caller
 	// that must keep the order of its calls on the same keys (the bridge keeps each
 	// connection's) starts the next call then: the first call sent wins a free key and, with
 	// the fair queue, the calls are granted in the order sent. It must not block.

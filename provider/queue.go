@@ -88,6 +88,7 @@ func (p *Provider) acquireQueued(ctx context.Context, keys []string, h *holdings
 	defer func() {
 		q.pollFast("")
 		q.wake.stop()
+		p.wakeups.attempted(h.claim, q.keys, time.Time{}, nil, nil) // a key handed to it that it never tried
 		if q.listens {
 			p.listen.unuse(false)
 		}
@@ -292,7 +293,7 @@ func (q *queue) pollFast(key string) bool {
 // the holdings. Any other Redis error ends the call.
 func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	q.wake.stop()
-	q.wake = q.p.wakeups.register(q.ctx, batch, q.ticket, q.started)
+	q.wake = q.p.wakeups.register(q.ctx, batch, q.h.claim, q.ticket, q.started)
 	if q.learn {
 		// Before the lease takes anything, as a round trip of the wait: it rides out an
 		// unreachable Redis the same way, with nothing to undo.
@@ -311,7 +312,7 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 	// A key this Provider just freed for a call that waited longer is left to it (see wakeups):
 	// it counts as held, and this call waits for it.
 	sending := batch
-	if i := q.p.wakeups.handedAway(q.ctx, batch); i >= 0 {
+	if i := q.p.wakeups.handedAway(q.h.claim, batch); i >= 0 {
 		sending = batch[:i]
 	}
 	res, sent, err := q.send(sending)
@@ -319,6 +320,7 @@ func (q *queue) attempt(batch []string) ([]int64, time.Time, error) {
 		return nil, sent, err
 	}
 	if len(sending) < len(batch) && len(res) == len(sending) && q.down == nil {
+		// The call waits for it; it is woken when the key is handed to it, or freed again.
 		res = append(res, acquireHeld)
 	}
 	q.joined = ""
@@ -354,7 +356,7 @@ func (q *queue) send(batch []string) ([]int64, time.Time, error) {
 	q.h.touch(batch...)
 	res, errs, err := q.p.acquireBatch(q.ctx, batch, q.h, q.ttl, true)
 	q.h.unsent(fresh, err)
-	q.p.wakeups.attempted(q.ctx, batch)
+	q.p.wakeups.attempted(q.h.claim, batch, sent, res, errs)
 	var down error
 	for j, key := range batch {
 		if errs[j] == nil {

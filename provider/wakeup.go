@@ -16,13 +16,12 @@ import (
 // that has waited longest. A waiter that loses the race for the key waits again, and the next
 // release wakes the next one; a wake-up that is lost costs one backoff sleep.
 //
-// A key this Provider freed itself is handed to the waiter it woke (handed): until that
-// waiter's next attempt is answered, for handOffLimit at most, the attempts of the other calls
-// that wait (a newcomer included) leave the key to it (handedAway). Without it, a holder that
-// releases and at once calls for the key again (a loop, a bridge client that does not await its
-// release) would take it back before the woken waiter's attempt, every time.
+// A key this Provider freed itself is handed to the waiter it woke (handoff.go): the other
+// calls that wait, newcomers included, leave it to that waiter until its attempt. Without it, a
+// holder that releases and at once calls for the key again (a loop, a bridge client that does
+// not await its release) would take it back before the woken waiter's attempt, every time.
 //
-// No goroutine is started: a registration is a mark in these maps, and waking it sets its
+// No goroutine is started (a hand-off's timer runs a function only when it lapses): a registration is a mark in these maps, and waking it sets its
 // woken flag and cancels its context, which is derived from the waiter's only when the waiter
 // actually sleeps (waitContext): most attempts find their keys free and never need one. Registering, narrowing, stopping and waking cost O(1) per
 // registration and key under one mutex. The zero value is ready to use.
@@ -33,17 +32,7 @@ type wakeups struct {
 	// for such a key waits in held until the delete has told the Observer (see hold).
 	deleting map[string]int
 	held     map[string][]string // key → queue heads heard while deleting
-	handed   map[string]handOff  // key → the waiter it was handed to, see handedAway
-}
-
-// handOffLimit bounds how long the other waiters leave a freed key to the waiter it was handed
-// to: a waiter whose goroutine is slow to run only delays them by this much.
-const handOffLimit = 50 * time.Millisecond
-
-// handOff is a key freed by this Provider and handed to the call waiting with context to.
-type handOff struct {
-	to    context.Context
-	until time.Time
+	handed   map[string]*handOff // key → the call it was handed to (handoff.go)
 }
 
 // hold marks keys as being deleted by this Provider: until unhold, wake-ups heard for them are
@@ -104,14 +93,15 @@ type wakeup struct {
 	woken  bool               // guarded by w.mu
 	keys   []string           // guarded by w.mu; nil once stopped
 	ticket string             // the waiter's fair-queue ticket; "" when it does not queue
+	call   string             // the waiting call's claim: who a key is handed to
 	since  time.Time          // when the waiting call started
 }
 
 // register returns a registration on keys for a waiter whose context is ctx. It must be made before the attempt
 // whose "held" reply it waits on (so a release that follows that reply cannot be missed), and it
 // must be stopped on every path.
-func (w *wakeups) register(ctx context.Context, keys []string, ticket string, since time.Time) *wakeup {
-	r := &wakeup{w: w, parent: ctx, keys: keys, ticket: ticket, since: since}
+func (w *wakeups) register(ctx context.Context, keys []string, call, ticket string, since time.Time) *wakeup {
+	r := &wakeup{w: w, parent: ctx, keys: keys, call: call, ticket: ticket, since: since}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.waiting == nil {
@@ -129,52 +119,12 @@ func (w *wakeups) register(ctx context.Context, keys []string, ticket string, si
 }
 
 // wake ends the wait of the longest-waiting registration on key that does not queue (a queued
-// one is woken by the listener, when it is the head). It is called only after this Provider
-// really deleted key.
+// one is woken by the listener, when it is the head), and hands it the key (see handOff). It is
+// called only after this Provider really deleted key.
 func (w *wakeups) wake(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if r := w.oldestLocked(key, false); r != nil {
-		r.wakeLocked() // cheap and non-blocking; the registration leaves when its waiter stops it
-		if w.handed == nil {
-			w.handed = map[string]handOff{}
-		}
-		w.handed[key] = handOff{to: r.parent, until: time.Now().Add(handOffLimit)}
-	}
-}
-
-// handedAway returns the index of the first of keys that was handed to another call than the
-// one waiting with ctx and not taken up yet, or -1.
-func (w *wakeups) handedAway(ctx context.Context, keys []string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.handed) == 0 {
-		return -1
-	}
-	now := time.Now()
-	for i, k := range keys {
-		h, ok := w.handed[k]
-		switch {
-		case !ok:
-		case now.After(h.until) || h.to.Err() != nil:
-			delete(w.handed, k)
-		case h.to != ctx:
-			return i
-		}
-	}
-	return -1
-}
-
-// attempted ends the hand-offs of keys to the call waiting with ctx: its attempt on them was
-// answered (or failed).
-func (w *wakeups) attempted(ctx context.Context, keys []string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, k := range keys {
-		if h, ok := w.handed[k]; ok && h.to == ctx {
-			delete(w.handed, k)
-		}
-	}
+	w.handLocked(key, "")
 }
 
 // everyone, as a queue head kept back by hold, stands for wakeAll: every registration on the key.
