@@ -2,9 +2,9 @@
 // compat/medusa-locking-bridge) share locks with Go services and with stock
 // @medusajs/locking-redis processes on the same Redis.
 //
-// The wire protocol is specified in docs/bridge-protocol.md (version 2): JSON text frames, one
-// request per frame with a client-chosen id, many requests in flight per connection, answers in
-// any order, lease_lost and going_away events, and sessions that a reconnecting client resumes
+// The wire protocol is specified in docs/bridge-protocol.md (version 3): JSON text frames, each
+// one request or a batch of them (a JSON array) with client-chosen ids, many requests in flight
+// per connection, answers in any order and in batches, lease_lost and going_away events, and sessions that a reconnecting client resumes
 // to learn the outcome of the requests it had in flight.
 //
 // Structure, after gorilla/websocket's chat example: every connection has one reader goroutine

@@ -32,10 +32,11 @@ export interface BridgeLockingOptions {
    */
   waitLockingTimeout?: number
   /**
-   * true (the default, stock's timing): execute() resolves only once the bridge confirmed the
-   * release of its keys, and a failed release rejects it. false: execute() resolves once the job
-   * finished and the release is sent (one round trip fewer); this client's later requests on the
-   * keys come after the release, other processes see the keys free about one round trip later.
+   * false (the default): execute() resolves once the job finished and the release is sent (one
+   * round trip to the bridge, not two); this client's later requests on the keys come after the
+   * release, other processes see the keys free about one round trip later. true (stock's
+   * timing): execute() resolves only once the bridge confirmed the release of its keys, and a
+   * failed release rejects it.
    */
   awaitRelease?: boolean
   /**

@@ -1,6 +1,6 @@
 "use strict"
 
-// The client of a locktui bridge (protocol v2): one connection at a time takes new work (one that
+// The client of a locktui bridge (protocol v3): one connection at a time takes new work (one that
 // drains finishes its jobs meanwhile), kept open with reconnects until close(): to the next
 // bridge URL at once when there are several (lib/rotation.js), with jittered exponential backoff
 // once every URL of a round failed. Every bridge must be of the lock domain (namespace, token

@@ -149,7 +149,9 @@ class BridgeLockingProvider {
       // The release is sent now, in order before any later request of this client on these
       // keys (the bridge runs it first); execute waits for its reply only with awaitRelease.
       const released = lease.release()
-      if (this.awaitRelease) await released
+      // The order holds on one connection: a lease of a draining one releases there while this
+      // client's next request goes to the new one, so execute waits for that release.
+      if (this.awaitRelease || lease.link !== this.client_.current) await released
       else released.catch((err) => this.releaseFailed_(keys, err))
     }
   }
