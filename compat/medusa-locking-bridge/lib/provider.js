@@ -5,6 +5,7 @@
 
 const { BridgeConnection } = require("./connection")
 const { Types, lockingError } = require("./errors")
+const { lostAtGrant } = require("./requests")
 const { fencingOf } = require("./lease")
 const { parseUrls } = require("./options")
 const { Ops } = require("./protocol")
@@ -170,10 +171,18 @@ class BridgeLockingProvider {
   /**
    * Takes a lease, waiting for a connection and for the keys within `timeout` seconds. A lease
    * request cut off by a lost connection is sent again within that time (the bridge releases the
-   * leases of an ended connection, so a lost reply leaves nothing behind).
+   * leases of an ended connection, so a lost reply leaves nothing behind). A lease found lost
+   * before its job could start (its lease_lost read in the same batch as its grant) is given back
+   * and asked for again, as one lost before its grant is: no job starts on a lost lease.
    */
-  lease_(keys, timeoutSeconds, expireSeconds) {
-    return this.client_.lease(keys, expireSeconds, performance.now() + timeoutSeconds * 1000)
+  async lease_(keys, timeoutSeconds, expireSeconds) {
+    const deadline = performance.now() + timeoutSeconds * 1000
+    for (;;) {
+      const lease = await this.client_.lease(keys, expireSeconds, deadline)
+      if (lease.state !== "lost") return lease
+      lease.release().catch(() => {}) // the acknowledgement: the bridge may free what it still holds
+      if (performance.now() >= deadline) throw lostAtGrant(lease)
+    }
   }
 
   /**

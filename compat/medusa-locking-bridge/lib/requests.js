@@ -244,11 +244,7 @@ class Requests {
     const { client } = this
     lease.release().catch(() => {}) // the bridge retries a failed release itself
     if (performance.now() < entry.deadline) return client.enqueue(entry, { front: true })
-    const [what, bridgeCode] =
-      why === "lost"
-        ? ["was reported lost before its grant arrived", "lost_at_grant"]
-        : ["arrived after its own deadline (the link is too slow)", "lease_too_late"]
-    client.finish(entry, bridgeFailure(bridgeCode, `locking-bridge: every lease the bridge at ${lease.link.display} granted within execute's timeout ${what}; nothing is held`))
+    client.finish(entry, why === "lost" ? lostAtGrant(lease) : bridgeFailure("lease_too_late", grantedNone(lease, "arrived after its own deadline (the link is too slow)")))
   }
 
   /** Settles acquire at time at (performance.now()), on the connection current then. */
@@ -355,4 +351,14 @@ function gone(entry) {
   return entry.done === true || entry.acquire?.done === true
 }
 
-module.exports = { Requests }
+/** The message of an execute whose every lease within its timeout came to nothing, and why. */
+function grantedNone(lease, what) {
+  return `locking-bridge: every lease the bridge at ${lease.link.display} granted within execute's timeout ${what}; nothing is held`
+}
+
+/** The error of an execute whose every lease was reported lost before its job could start. */
+function lostAtGrant(lease) {
+  return bridgeFailure("lost_at_grant", grantedNone(lease, "was reported lost before its job could start"))
+}
+
+module.exports = { Requests, lostAtGrant }

@@ -77,15 +77,47 @@ test("a lease_lost that arrives before its grant: the lease is given back and th
   }
 })
 
-test("a lease_lost right after its grant aborts the job's signal", async () => {
+// Defect (found by the Sentinel failover test under load): a grant and its lease_lost read in
+// one batch frame resolved execute's lease and then marked it lost before the job started, so
+// the job began on a lease the bridge had already said was lost (and aborted at once).
+test("a lease_lost in the same frame as its grant: the job never starts on it and runs on the next lease", async () => {
+  const bridge = await scriptedBridge((ws, req, n, state) => {
+    if (n === 1) {
+      ws.send(`[${grant(req, "L1", 1)},${lost("L1")}]`)
+    } else {
+      state.valid.L2 = 60000
+      ws.send(grant(req, "L2", 2))
+    }
+  })
+  const locks = createBridgeLockingProvider({ url: bridge.url })
+  try {
+    const runs = []
+    await locks.execute("k", async (signal, fencing) => runs.push({ token: fencing.fencingToken, aborted: signal.aborted }), { timeout: 5 })
+    assert.deepEqual(runs, [{ token: 2, aborted: false }], "the job ran once, on the lease that was not lost")
+    await waitFor("the lost lease's acknowledgement", () => bridge.released.includes("L1"))
+  } finally {
+    await locks.close()
+    await bridge.close()
+  }
+})
+
+test("a lease_lost right after its job started aborts the job's signal", async () => {
+  let sendLost
   const bridge = await scriptedBridge((ws, req) => {
     ws.send(grant(req, "L1", 1))
-    ws.send(lost("L1"))
+    sendLost = () => ws.send(lost("L1"))
   })
   const locks = createBridgeLockingProvider({ url: bridge.url })
   try {
     const err = await locks
-      .execute("k", (signal) => (signal.aborted ? "ran on" : new Promise((resolve) => signal.addEventListener("abort", () => resolve("ran on"), { once: true }))), { timeout: 5 })
+      .execute(
+        "k",
+        (signal) => {
+          sendLost() // the bridge finds the lease lost as the job starts
+          return new Promise((resolve) => signal.addEventListener("abort", () => resolve("ran on"), { once: true }))
+        },
+        { timeout: 5 }
+      )
       .catch((e) => e)
     assert.equal(err?.message, `Lost the lock for key(s) "k" while the job was still running: test.`)
     await waitFor("the lost lease's acknowledgement", () => bridge.released.length > 0)
