@@ -41,6 +41,9 @@ func TestPeersRunThroughRunWithTheirRedisCosts(t *testing.T) {
 		assert.Zero(t, *r.KeysLeft, "%s: keys left %v", r.Impl, r.KeysLeftSample)
 		assert.NotNil(t, r.RedisCPUMsPer1k, r.Impl)
 		require.NotNil(t, r.RedisCmdsPerExec, r.Impl)
-		assert.InDelta(t, peerCommands[r.Impl], *r.RedisCmdsPerExec, 0.1, "%s: %v", r.Impl, r.RedisCmds)
+		// The window's command count and its executes do not start and end at the same instant:
+		// one execute on each edge (one worker) may be counted in one and not the other.
+		edges := 2 * peerCommands[r.Impl] / float64(r.Ops)
+		assert.InDelta(t, peerCommands[r.Impl], *r.RedisCmdsPerExec, max(0.1, edges), "%s: %v over %d executes", r.Impl, r.RedisCmds, r.Ops)
 	}
 }
