@@ -122,24 +122,26 @@ func (in *Inspector) Read(ctx context.Context, keys []string) (found []Lock, abs
 }
 
 // ReadsPerKey is the number of commands Read and ScanWith send per key read: GET and PTTL of
-// the lock, PTTL of its holder record (to tell whether the record is the current hold's:
-// recordFollows) and GET of the record.
-const ReadsPerKey = 4
+// the lock, PTTL of its holder record, PTTL of the lock again (the two around the record's tell
+// whether the record is the current hold's: recordFollows) and GET of the record.
+const ReadsPerKey = 5
 
-// queueReads queues the ReadsPerKey reads of each key on pipe (the two PTTLs one after the
-// other, so that little time passes between them) and returns the function that parses them
-// after Exec: a key of another type is Foreign, a key that vanished between the reads is
-// absent, and a holder record is the lock's only when it has the lock's owner and expiry.
+// queueReads queues the ReadsPerKey reads of each key on pipe and returns the function that
+// parses them after Exec: a key of another type is Foreign, a key that vanished between the
+// reads is absent, and a holder record is the lock's only when it has the lock's owner and
+// expiry.
 func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, keys []string) func() ([]Lock, []string, error) {
 	gets := make([]*redis.StringCmd, len(keys))
 	ttls := make([]*redis.DurationCmd, len(keys))
 	recTTLs := make([]*redis.DurationCmd, len(keys))
+	ttlsAfter := make([]*redis.DurationCmd, len(keys))
 	recs := make([]*redis.StringCmd, len(keys))
 	for i, key := range keys {
 		rk := in.redisKey(key)
 		gets[i] = pipe.Get(ctx, rk)
 		ttls[i] = pipe.PTTL(ctx, rk)
 		recTTLs[i] = pipe.PTTL(ctx, lockwire.RecordKey(rk))
+		ttlsAfter[i] = pipe.PTTL(ctx, rk)
 		recs[i] = pipe.Get(ctx, lockwire.RecordKey(rk))
 	}
 	return func() (found []Lock, absent []string, _ error) {
@@ -172,7 +174,9 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, keys 
 			}
 			text, err := recs[i].Result()
 			recTTL, ttlErr := recTTLs[i].Result()
-			if err == nil && ttlErr == nil && !l.Foreign && recordFollows(lockMs, pttlMs(recTTL)) {
+			after, afterErr := ttlsAfter[i].Result()
+			if err == nil && ttlErr == nil && afterErr == nil && !l.Foreign &&
+				recordFollows(lockMs, pttlMs(recTTL), pttlMs(after)) {
 				l.Record = parseRecord(lockwire.RecordFields(text), l.Owner)
 			}
 			found = append(found, l)
@@ -193,32 +197,36 @@ func pttlMs(d time.Duration) int64 {
 	return d.Milliseconds()
 }
 
-// recordTTLTolerance is how far, in milliseconds, the PTTL of a holder record may be from its
-// lock's, both read in one pipeline, for the record to be the current hold's. Our scripts give
-// the record the lock's expiry (the same TTL in the same script run, a millisecond apart at most
-// when the clock ticks between the two writes, or PEXPIREAT to the lock's PEXPIRETIME: lib.lua),
-// so on Redis 7 and later the two differ only by that and the clock's ticks between the two PTTLs,
-// which Redis reads one after the other (0 or 1 ms, more only when the server stalls between
-// them); servers before Redis 7 compute the expiry from TIME and PTTL, one more millisecond.
-// Stock Medusa's SET NX EX and renewals give the lock an expiry of their own, a whole number
-// of seconds from when they run: it falls within the tolerance of our record's only when stock
-// took the key again within a few milliseconds of our take or renewal, with the same TTL.
+// recordTTLTolerance is how far, in milliseconds, the expiry of a holder record may be from its
+// lock's for the record to be the current hold's. Our scripts give the record the lock's expiry
+// (the same TTL in the same script run, a millisecond apart at most when the clock ticks between
+// the two writes, or PEXPIREAT to the lock's PEXPIRETIME: lib.lua); PTTL rounds each to the
+// millisecond, and servers before Redis 7 compute the expiry from TIME and PTTL, one more
+// millisecond. Stock Medusa's SET NX EX and renewals give the lock an expiry of their own, a
+// whole number of seconds from when they run: it falls within the tolerance of our record's only
+// when stock took the key again within a few milliseconds of our take or renewal, with the same
+// TTL.
 const recordTTLTolerance = 5
 
 // recordFollows reports whether a holder record whose key has PTTL recMs (ms; -1: no expiry,
-// -2: no record) describes the current hold of a lock with PTTL lockMs: whether it has the
-// lock's expiry. Every script of ours that sets a lock's expiry gives its record the same one
-// (lib.lua), and stock's writes (SET NX EX, renewals, DEL) never touch the
-// record: a record left by an earlier hold of ours, when a stock process took the key again
-// under the same owner id, keeps that hold's expiry, and a stock renewal of our hold moves the
-// lock's expiry away from the record's (until our next renewal brings it along). A lock
-// without expiry and a record without expiry are taken for the same hold: they cannot be told
-// apart.
-func recordFollows(lockMs, recMs int64) bool {
-	if lockMs < 0 || recMs < 0 {
-		return lockMs == -1 && recMs == -1
+// -2: no record) describes the current hold of a lock whose PTTL was lockMs just before the
+// record's was read and afterMs just after: whether it has the lock's expiry. The lock's expiry
+// as of the record's read lies between the two readings however long Redis stalled between the
+// reads (a busy machine preempts it for milliseconds), so the record's must lie there too, give
+// or take recordTTLTolerance; a renewal between the reads moves both together, which the range
+// allows.
+//
+// Every script of ours that sets a lock's expiry gives its record the same one (lib.lua), and
+// stock's writes (SET NX EX, renewals, DEL) never touch the record: a record left by an earlier
+// hold of ours, when a stock process took the key again under the same owner id, keeps that
+// hold's expiry, and a stock renewal of our hold moves the lock's expiry away from the record's
+// (until our next renewal brings it along). A lock without expiry and a record without expiry
+// are taken for the same hold: they cannot be told apart.
+func recordFollows(lockMs, recMs, afterMs int64) bool {
+	if lockMs < 0 || recMs < 0 || afterMs < 0 {
+		return lockMs == -1 && recMs == -1 && afterMs == -1
 	}
-	return max(lockMs-recMs, recMs-lockMs) <= recordTTLTolerance
+	return recMs >= min(lockMs, afterMs)-recordTTLTolerance && recMs <= max(lockMs, afterMs)+recordTTLTolerance
 }
 
 // Printable shows a key or an owner id as is when it is plain, and quoted in Go syntax (control

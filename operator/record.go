@@ -104,6 +104,7 @@ func (in *Inspector) HolderRecord(ctx context.Context, key string) (rec HolderRe
 	owner := pipe.Get(ctx, rk)
 	lockTTL := pipe.PTTL(ctx, rk)
 	recTTL := pipe.PTTL(ctx, rec.Key)
+	lockTTLAfter := pipe.PTTL(ctx, rk)
 	_, _ = pipe.Exec(ctx)
 	stored, err := text.Result()
 	switch {
@@ -138,6 +139,10 @@ func (in *Inspector) HolderRecord(ctx context.Context, key string) (rec HolderRe
 	if err != nil {
 		return HolderRecord{}, false, fmt.Errorf("read the TTL of the holder record of %q: %w", key, err)
 	}
-	rec.Current = current == rec.Owner && recordFollows(pttlMs(lockMs), pttlMs(recMs))
+	afterMs, err := lockTTLAfter.Result()
+	if err != nil {
+		return HolderRecord{}, false, fmt.Errorf("read the TTL of %q: %w", key, err)
+	}
+	rec.Current = current == rec.Owner && recordFollows(pttlMs(lockMs), pttlMs(recMs), pttlMs(afterMs))
 	return rec, true, nil
 }
