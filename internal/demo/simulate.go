@@ -203,17 +203,18 @@ func (w *worker) pause(ctx context.Context, lo, hi time.Duration) bool {
 	return sleep.For(ctx, time.Duration(float64(w.between(lo, hi))*w.pace))
 }
 
-// count records the outcome of one lock call.
+// count records the outcome of one lock call. A lost lease counts even when the simulation
+// was stopped meanwhile: the stop does not cause it. Any other error after the stop is the stop's.
 func (s *Simulator) count(ctx context.Context, err error) {
 	s.ops.Add(1)
 	switch {
+	case errors.Is(err, provider.ErrLockLost):
+		s.lost.Add(1)
 	case err == nil, ctx.Err() != nil:
 	case errors.Is(err, provider.ErrNotAcquired):
 		s.conflicts.Add(1)
 	case errors.Is(err, provider.ErrTimedOut):
 		s.timedOut.Add(1)
-	case errors.Is(err, provider.ErrLockLost):
-		s.lost.Add(1)
 	default:
 		s.errs.Add(1)
 	}

@@ -114,7 +114,7 @@ func simulate(t *testing.T, client *redis.Client) {
 		if l.TTL == provider.NoExpiry {
 			continue
 		}
-		assert.NotContains(t, l.Owner, provider.ExecuteOwnerPrefix, "Execute locks are released when Run stops")
+		assert.NotContains(t, l.Owner, provider.ExecuteOwnerPrefix, "Execute locks are released when Run stops: %+v (record %+v)", l, l.Record)
 	}
 }
 
