@@ -26,6 +26,9 @@ type SimOptions struct {
 	Pace float64
 	// Observer, when set, also receives every lock event of the simulated workers.
 	Observer provider.Observer
+	// Logger receives the simulated providers' warnings (lost leases, failed releases and
+	// give-backs). Default: none are logged; lost leases are the point of the demo.
+	Logger *slog.Logger
 }
 
 // Stats counts what the simulated workers did.
@@ -56,6 +59,7 @@ type Simulator struct {
 	seed      uint64
 	pace      float64
 	observer  provider.Observer
+	logger    *slog.Logger
 	keys      keySet
 
 	running   atomic.Bool
@@ -82,12 +86,16 @@ func NewSimulator(client redis.UniversalClient, namespace string, opts *SimOptio
 	if namespace == "" {
 		namespace = provider.DefaultNamespace
 	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
 	return &Simulator{
 		client:    client,
 		namespace: namespace,
 		seed:      o.Seed,
 		pace:      o.Pace,
 		observer:  o.Observer,
+		logger:    o.Logger,
 		keys:      newKeySet(rand.New(rand.NewPCG(o.Seed, 0))),
 	}
 }
@@ -160,7 +168,7 @@ func (s *Simulator) Run(ctx context.Context) error {
 		providers[i] = provider.New(s.client, &provider.Options{
 			Namespace: s.namespace,
 			Observer:  provider.MultiObserver(pub, s.observer),
-			Logger:    slog.New(slog.DiscardHandler), // lost leases are the point here, not warnings
+			Logger:    s.logger,
 			Holder:    a.holder,
 		})
 		defer providers[i].Close()

@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/locktui/locktui/events"
 	"github.com/locktui/locktui/internal/demo"
 	"github.com/locktui/locktui/internal/redisproc"
+	"github.com/locktui/locktui/internal/testsupport"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
 	"github.com/redis/go-redis/v9"
@@ -45,7 +47,8 @@ func simulate(t *testing.T, client *redis.Client) {
 	sub, err := events.Subscribe(t.Context(), client, ns)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = sub.Close() })
-	sim := demo.NewSimulator(client, ns, &demo.SimOptions{Seed: 42, Pace: 0.3})
+	var logged testsupport.Buffer
+	sim := demo.NewSimulator(client, ns, &demo.SimOptions{Seed: 42, Pace: 0.3, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	ran := make(chan error, 1)
@@ -114,7 +117,8 @@ func simulate(t *testing.T, client *redis.Client) {
 		if l.TTL == provider.NoExpiry {
 			continue
 		}
-		assert.NotContains(t, l.Owner, provider.ExecuteOwnerPrefix, "Execute locks are released when Run stops: %+v (record %+v)", l, l.Record)
+		assert.NotContains(t, l.Owner, provider.ExecuteOwnerPrefix,
+			"Execute locks are released when Run stops: %+v (record %+v); the providers logged:\n%s", l, l.Record, logged.String())
 	}
 }
 
