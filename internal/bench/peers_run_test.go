@@ -14,7 +14,11 @@ import (
 // peerCommands is what one uncontended execute of each peer makes Redis run: redislock's obtain
 // script (EVALSHA, SET) and release script (EVALSHA, GET, DEL); redsync's SET and delete script
 // (EVALSHA, GET, DEL); the bare loop's SET and compare-and-delete script (EVALSHA, GET, DEL).
-var peerCommands = map[string]float64{bench.RedislockName: 5, bench.RedsyncName: 4, bench.BareName: 4}
+var peerCommands = map[string]map[string]float64{
+	bench.RedislockName: {"evalsha": 2, "set": 1, "get": 1, "del": 1},
+	bench.RedsyncName:   {"evalsha": 1, "set": 1, "get": 1, "del": 1},
+	bench.BareName:      {"evalsha": 1, "set": 1, "get": 1, "del": 1},
+}
 
 // TestPeersRunThroughRunWithTheirRedisCosts runs the peers through Run (uncontended: the
 // contended scenarios run them in TestQuickRunReportsEveryScenarioWithoutOverlaps): the commands
@@ -41,9 +45,23 @@ func TestPeersRunThroughRunWithTheirRedisCosts(t *testing.T) {
 		assert.Zero(t, *r.KeysLeft, "%s: keys left %v", r.Impl, r.KeysLeftSample)
 		assert.NotNil(t, r.RedisCPUMsPer1k, r.Impl)
 		require.NotNil(t, r.RedisCmdsPerExec, r.Impl)
-		// The window's command count and its executes do not start and end at the same instant:
-		// one execute on each edge (one worker) may be counted in one and not the other.
-		edges := 2 * peerCommands[r.Impl] / float64(r.Ops)
-		assert.InDelta(t, peerCommands[r.Impl], *r.RedisCmdsPerExec, max(0.1, edges), "%s: %v over %d executes", r.Impl, r.RedisCmds, r.Ops)
+		// Every execute runs the same commands, so each command's calls per execute are the
+		// same fraction of the peer's (its composition), however many executes Redis's counters
+		// missed: the first counters are read by a goroutine woken at the window's opening, which
+		// a busy machine wakes late, after the first executes (8 % of a 200 ms window was seen).
+		// The level is bounded above by one execute on each edge of the window and below by that
+		// fraction.
+		want := peerCommands[r.Impl]
+		total := 0.0
+		for _, n := range want {
+			total += n
+		}
+		fraction := r.RedisCmds["set"] / want["set"]
+		for name, n := range r.RedisCmds {
+			assert.InDelta(t, want[name]*fraction, n, 0.02, "%s: %s in %v over %d executes", r.Impl, name, r.RedisCmds, r.Ops)
+		}
+		edge := total / float64(r.Ops)
+		assert.LessOrEqual(t, *r.RedisCmdsPerExec, total+2*edge, "%s: %v over %d executes", r.Impl, r.RedisCmds, r.Ops)
+		assert.Greater(t, fraction, 0.5, "%s: Redis counted most of the window's executes: %v over %d", r.Impl, r.RedisCmds, r.Ops)
 	}
 }
