@@ -126,6 +126,11 @@ class BridgeSocket {
     this.batch = undefined
   }
 
+  /**
+   * Writes the batch as one frame. A batch is dropped when the socket is no longer open: its
+   * requests are still in flight on the link, which settles them when the connection ends
+   * (resumed on the next connection, or failed with an unknown outcome), never by this write.
+   */
   writeBatch() {
     const batch = this.batch
     if (batch.length === 0 || this.ended || this.ws.readyState !== WebSocket.OPEN) return
