@@ -198,10 +198,9 @@ func pttlMs(d time.Duration) int64 {
 }
 
 // recordTTLTolerance is how far, in milliseconds, the expiry of a holder record may be from its
-// lock's for the record to be the current hold's. Our scripts give the record the lock's expiry
-// (the same TTL in the same script run, a millisecond apart at most when the clock ticks between
-// the two writes, or PEXPIREAT to the lock's PEXPIRETIME: lib.lua); PTTL rounds each to the
-// millisecond, and servers before Redis 7 compute the expiry from TIME and PTTL, one more
+// lock's for the record to be the current hold's. Our scripts give the record the lock's very
+// expiry (PXAT or PEXPIREAT to the lock's PEXPIRETIME: acquire.lua, lib.lua); PTTL rounds each to
+// the millisecond, and servers before Redis 7 compute the expiry from TIME and PTTL, one more
 // millisecond. Stock Medusa's SET NX EX and renewals give the lock an expiry of their own, a
 // whole number of seconds from when they run: it falls within the tolerance of our record's only
 // when stock took the key again within a few milliseconds of our take or renewal, with the same

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/locktui/locktui/internal/lockwire"
+	"github.com/locktui/locktui/internal/testsupport/locktest"
 	"github.com/locktui/locktui/internal/testsupport/redistest"
 	"github.com/locktui/locktui/operator"
 	"github.com/locktui/locktui/provider"
@@ -245,10 +247,7 @@ func TestOurScriptsGiveTheRecordTheLocksExpiry(t *testing.T) {
 		t.Helper()
 		lockAt := e.RDB.PExpireTime(c, e.Key(k)).Val()
 		recAt := e.RDB.PExpireTime(c, lockwire.RecordKey(e.Key(k))).Val()
-		// The lock and the record are written by two commands of one script run, which Redis 7.0
-		// times each by its own clock reading: a millisecond may pass between them.
-		apart := (lockAt - recAt).Milliseconds()
-		require.LessOrEqual(t, max(apart, -apart), int64(1), "%s: the record's expiry is the lock's", step)
+		require.Equal(t, lockAt, recAt, "%s: the record's expiry is the lock's", step)
 		l, ok, err := e.Ops.Get(c, k)
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -286,4 +285,60 @@ func TestOurScriptsGiveTheRecordTheLocksExpiry(t *testing.T) {
 	require.Eventually(t, func() bool { return e.RDB.PExpireTime(c, e.Key("r")).Val() != first },
 		5*time.Second, 10*time.Millisecond, "the lease was never renewed")
 	requireFollows("r", "a renewal")
+}
+
+// Defect: a take gave the lock its expiry (SET NX EX) and its record another (SET PX), each from
+// its own clock reading, and Redis 7.0 does not stop its clock for a script: a Redis preempted
+// between the two left them apart, and the hold was no longer taken for ours. A force-release
+// then freed a live lease at once instead of telling its holder first
+// (TestObserverHearsWhatAForceReleaseFreed failed so under CPU load). Here Redis is stopped
+// (SIGSTOP) for a few milliseconds again and again while it runs pipelines of takes.
+func TestARecordHasItsLocksExpiryWhenRedisStallsInATake(t *testing.T) {
+	srv := redistest.Start(t)
+	e := locktest.New(t, srv, nil)
+	c := ctx(t)
+	const rounds, perRound = 20, 500
+	var keys []string
+	for r := range rounds {
+		batch := make([]string, perRound)
+		for i := range batch {
+			batch[i] = fmt.Sprintf("r%02d:%03d", r, i)
+		}
+		keys = append(keys, batch...)
+		done := make(chan struct{})
+		stalls := make(chan struct{})
+		go func() {
+			defer close(stalls)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				srv.Pause(t)
+				time.Sleep(3 * time.Millisecond) // the stall: Redis's clock runs on meanwhile
+				srv.Resume(t)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		_, err := e.P.AcquireTokens(c, batch, provider.AcquireOptions{Owner: "o", Expire: time.Minute})
+		close(done)
+		<-stalls
+		require.NoError(t, err)
+	}
+	pipe := e.RDB.Pipeline()
+	lockAt, recAt := make([]*redis.DurationCmd, len(keys)), make([]*redis.DurationCmd, len(keys))
+	for i, k := range keys {
+		lockAt[i] = pipe.PExpireTime(c, e.Key(k))
+		recAt[i] = pipe.PExpireTime(c, lockwire.RecordKey(e.Key(k)))
+	}
+	_, err := pipe.Exec(c)
+	require.NoError(t, err)
+	apart := 0
+	for i := range keys {
+		if lockAt[i].Val() != recAt[i].Val() {
+			apart++
+		}
+	}
+	require.Zero(t, apart, "of %d takes, the record's expiry is not the lock's", len(keys))
 }

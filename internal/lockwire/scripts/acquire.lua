@@ -23,7 +23,7 @@
 -- token, or a new one when no record of ours describes the hold), -n when the lock is free but
 -- left to others for n more ms, and 3 when it is held by a process that writes no holder record
 -- whose turn is over; the token is 0 unless the call holds the lock.
--- An uncontended take runs three commands: SET NX, TIME and the record's SET.
+-- An uncontended take runs four commands: SET NX, TIME, PEXPIRETIME and the record's SET.
 local ttl = tonumber(ARGV[2])
 local mode = ARGV[4]
 local fair = mode == 'join' or mode == 'check'
@@ -38,25 +38,25 @@ local function held(status)
   return {status or 0, 0}
 end
 -- newHold reads the server's time once: a new hold's start (absolute ms) and its fencing token
--- (microseconds), as decimal text, and the lock's expiry that a TTL set in this script run
--- gives (absolute ms; -1 without TTL) as text. Tokens stay below 2^53, exact as Lua and
--- JavaScript numbers, until the year 2255.
+-- (microseconds), as decimal text. Tokens stay below 2^53, exact as Lua and JavaScript numbers,
+-- until the year 2255.
 local function newHold()
   local t = redis.call('TIME')
   local us = string.format('%06d', tonumber(t[2]))
-  local ms = string.sub(us, 1, 3)
-  local at = '-1'
-  if ttl > 0 then
-    at = (tonumber(t[1]) + ttl) .. ms
-  end
-  return t[1] .. ms, t[1] .. us, at
+  return t[1] .. string.sub(us, 1, 3), t[1] .. us
 end
--- writeRecord writes the hold's record with the lock's TTL (see recordText).
-local function writeRecord(text)
-  if ttl > 0 then
-    redis.call('SET', KEYS[2], text, 'PX', ARGV[2] .. '000')
-  else
+-- writeRecord writes the hold's record (see recordText) with expiry at, the lock's as expireAt
+-- read it (-1: none). The record gets the lock's very expiry, never a TTL of its own: Redis 7.0
+-- reads its clock afresh for each command of a script, so a TTL given by a second command
+-- would be later by however long Redis was held up between the two (a preempted server:
+-- milliseconds or more), and the hold would no longer be taken for ours (ourHold).
+-- (PXAT needs Redis 6.2; an older server gets the same expiry with PEXPIREAT.)
+local function writeRecord(text, at)
+  if at < 0 then
     redis.call('SET', KEYS[2], text)
+  elseif redis.pcall('SET', KEYS[2], text, 'PXAT', decimal(at)).err then
+    redis.call('SET', KEYS[2], text)
+    redis.call('PEXPIREAT', KEYS[2], decimal(at))
   end
 end
 local queued = false -- the queue is not empty: the caller's ticket may be in it
@@ -89,8 +89,12 @@ else
   ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
 end
 if ok then
-  local since, token, at = newHold()
-  writeRecord(recordText(ARGV[3], at, since, token, '', '', ARGV[9]))
+  local since, token = newHold()
+  local at = -1
+  if ttl > 0 then
+    at = expireAt(KEYS[1])
+  end
+  writeRecord(recordText(ARGV[3], decimal(at), since, token, '', '', ARGV[9]), at)
   startRun(shared, since)
   if queued then
     leaveQueue(ARGV[3])
@@ -142,7 +146,8 @@ end
 if not since then
   since, token = newHold()
 end
-writeRecord(recordText(ARGV[3], decimal(expireAt(KEYS[1])), since, token, '1', cjson.encode(prev), lease))
+local at = expireAt(KEYS[1])
+writeRecord(recordText(ARGV[3], decimal(at), since, token, '1', cjson.encode(prev), lease), at)
 if queued then
   leaveQueue(ARGV[3])
 end
