@@ -17,7 +17,7 @@ import (
 
 // maxCommandsPerExecute is the most Redis commands (the EVALSHAs and what the scripts run) an
 // uncontended Execute may cost: docs/data-model.md counts them.
-const maxCommandsPerExecute = 8
+const maxCommandsPerExecute = 7
 
 // An uncontended Execute costs at most maxCommandsPerExecute commands, and once every lock is
 // released nothing of ours is left in Redis: no key per key ever locked (before: 14 commands, and

@@ -23,7 +23,7 @@
 -- token, or a new one when no record of ours describes the hold), -n when the lock is free but
 -- left to others for n more ms, and 3 when it is held by a process that writes no holder record
 -- whose turn is over; the token is 0 unless the call holds the lock.
--- An uncontended take runs four commands: SET NX, TIME, PEXPIRETIME and the record's SET.
+-- An uncontended take runs three commands: TIME, SET NX and the record's SET.
 local ttl = tonumber(ARGV[2])
 local mode = ARGV[4]
 local fair = mode == 'join' or mode == 'check'
@@ -37,27 +37,29 @@ local function held(status)
   end
   return {status or 0, 0}
 end
--- newHold reads the server's time once: a new hold's start (absolute ms) and its fencing token
--- (microseconds), as decimal text. Tokens stay below 2^53, exact as Lua and JavaScript numbers,
--- until the year 2255.
-local function newHold()
-  local t = redis.call('TIME')
-  local us = string.format('%06d', tonumber(t[2]))
-  return t[1] .. string.sub(us, 1, 3), t[1] .. us
-end
--- writeRecord writes the hold's record (see recordText) with expiry at, the lock's as expireAt
--- read it (-1: none). The record gets the lock's very expiry, never a TTL of its own: Redis 7.0
--- reads its clock afresh for each command of a script, so a TTL given by a second command
--- would be later by however long Redis was held up between the two (a preempted server:
--- milliseconds or more), and the hold would no longer be taken for ours (ourHold).
--- (PXAT needs Redis 6.2; an older server gets the same expiry with PEXPIREAT.)
-local function writeRecord(text, at)
-  if at < 0 then
-    redis.call('SET', KEYS[2], text)
-  elseif redis.pcall('SET', KEYS[2], text, 'PXAT', decimal(at)).err then
-    redis.call('SET', KEYS[2], text)
-    redis.call('PEXPIREAT', KEYS[2], decimal(at))
+-- setAt runs SET key value [cond] with the absolute expiry at (ms; below 0: none) and returns
+-- whether the key was set. A server before Redis 6.2, which has no PXAT, sets and then
+-- PEXPIREATs.
+local function setAt(key, value, at, cond)
+  local args = {'SET', key, value}
+  if cond then
+    args[#args + 1] = cond
   end
+  if at < 0 then
+    return redis.call(unpack(args))
+  end
+  args[#args + 1] = 'PXAT'
+  args[#args + 1] = decimal(at)
+  local ok = redis.pcall(unpack(args))
+  if type(ok) == 'table' and ok.err then
+    args[#args] = nil
+    args[#args] = nil
+    ok = redis.call(unpack(args))
+    if ok then
+      redis.call('PEXPIREAT', key, decimal(at))
+    end
+  end
+  return ok
 end
 local queued = false -- the queue is not empty: the caller's ticket may be in it
 local current -- the lock's owner, once read
@@ -82,19 +84,24 @@ if ARGV[8] == '1' then
     end
   end
 end
-local ok
+-- The server's time, read once: a new hold's start (absolute ms) and fencing token
+-- (microseconds), and the expiry (absolute ms, -1 without TTL) that the lock and its record are
+-- both given, to the millisecond. Neither gets a TTL of its own: Redis 7.0 reads its clock afresh
+-- for each command of a script, so two TTLs set by two commands would lie apart by however long
+-- Redis was held up between them (a preempted server: milliseconds or more), and the hold would
+-- no longer be taken for ours (ourHold). The lock's lifetime counts from this reading, after the
+-- request arrived, so it ends no earlier than the caller's own deadline allows for. Tokens stay
+-- below 2^53, exact as Lua and JavaScript numbers, until the year 2255.
+local clock = redis.call('TIME')
+local micros = string.format('%06d', tonumber(clock[2]))
+local now, nowToken = clock[1] .. string.sub(micros, 1, 3), clock[1] .. micros
+local at = -1
 if ttl > 0 then
-  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])
-else
-  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
+  at = tonumber(now) + ttl * 1000
 end
-if ok then
-  local since, token = newHold()
-  local at = -1
-  if ttl > 0 then
-    at = expireAt(KEYS[1])
-  end
-  writeRecord(recordText(ARGV[3], decimal(at), since, token, '', '', ARGV[9]), at)
+if setAt(KEYS[1], ARGV[1], at, 'NX') then
+  local since, token = now, nowToken
+  setAt(KEYS[2], recordText(ARGV[3], decimal(at), since, token, '', '', ARGV[9]), at)
   startRun(shared, since)
   if queued then
     leaveQueue(ARGV[3])
@@ -138,16 +145,11 @@ if before then
     lease = before.lease -- a lease holds it still: it can be told of a revocation
   end
 end
-if ttl > 0 then
-  redis.call('SET', KEYS[1], ARGV[1], 'XX', 'EX', ARGV[2])
-else
-  redis.call('SET', KEYS[1], ARGV[1], 'XX')
-end
+setAt(KEYS[1], ARGV[1], at, 'XX')
 if not since then
-  since, token = newHold()
+  since, token = now, nowToken
 end
-local at = expireAt(KEYS[1])
-writeRecord(recordText(ARGV[3], decimal(at), since, token, '1', cjson.encode(prev), lease), at)
+setAt(KEYS[2], recordText(ARGV[3], decimal(at), since, token, '1', cjson.encode(prev), lease), at)
 if queued then
   leaveQueue(ARGV[3])
 end

@@ -64,8 +64,8 @@ local function expireAt(key)
 end
 
 -- sameAt tells whether two expiries are the same one: within 2 ms, the millisecond that servers
--- before Redis 7 may be off by on each side (and that a record's "at", computed from TIME, may be
--- after the expiry Redis computed from the script's start).
+-- before Redis 7 may be off by on each side when expireAt adds PTTL to TIME. (Our scripts give a
+-- lock and its record one absolute expiry, and write it as a record's "at".)
 local function sameAt(a, b)
   return math.abs(a - b) <= 2
 end
