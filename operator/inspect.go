@@ -175,6 +175,10 @@ func (in *Inspector) queueReads(ctx context.Context, pipe redis.Pipeliner, keys 
 			text, err := recs[i].Result()
 			recTTL, ttlErr := recTTLs[i].Result()
 			after, afterErr := ttlsAfter[i].Result()
+			if afterErr == nil && pttlMs(after) == -2 {
+				absent = append(absent, key) // released between the reads
+				continue
+			}
 			if err == nil && ttlErr == nil && afterErr == nil && !l.Foreign &&
 				recordFollows(lockMs, pttlMs(recTTL), pttlMs(after)) {
 				l.Record = parseRecord(lockwire.RecordFields(text), l.Owner)
@@ -212,8 +216,9 @@ const recordTTLTolerance = 5
 // record's was read and afterMs just after: whether it has the lock's expiry. The lock's expiry
 // as of the record's read lies between the two readings however long Redis stalled between the
 // reads (a busy machine preempts it for milliseconds), so the record's must lie there too, give
-// or take recordTTLTolerance; a renewal between the reads moves both together, which the range
-// allows.
+// or take recordTTLTolerance. (A renewal between the reads and a stall of more than that in the
+// other gap together can still hide the record: the read then shows none, and a force-release
+// pinned to it does nothing, the safe side.)
 //
 // Every script of ours that sets a lock's expiry gives its record the same one (lib.lua), and
 // stock's writes (SET NX EX, renewals, DEL) never touch the record: a record left by an earlier

@@ -11,8 +11,8 @@ const IdleBudget = 500
 
 // DriftInterval is the wait between the starts of two full refreshes while keyspace
 // notifications keep the table live: at least floor, and long enough that a refresh costing
-// what last cost averages to IdleBudget per second (100,000 locks: ~500,000 units, 100,000 for
-// the SCANs and operator.ReadsPerKey per lock, so every ~17 minutes).
+// what last cost averages to IdleBudget per second (100,000 locks: ~600,000 units, 100,000 for
+// the SCANs and operator.ReadsPerKey per lock, so every ~20 minutes).
 func DriftInterval(floor time.Duration, last ScanStats) time.Duration {
 	spread := time.Duration(last.Cost) * time.Second / IdleBudget
 	return max(floor, spread, last.Took)

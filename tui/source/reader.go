@@ -88,7 +88,8 @@ type ScanStats struct {
 	// Locks is the number of locks read (a key SCAN returned twice counts twice).
 	Locks int
 	// Commands is what the refresh sent: the SCANs plus operator.ReadsPerKey reads (the lock's
-	// GET and PTTL, its holder record's PTTL and GET) per key returned.
+	// GET and PTTL, its holder record's PTTL, the lock's PTTL again and the record's GET) per key
+	// returned.
 	Commands int
 	// Scans is the number of SCANs sent; each examines about ScanCount keys of the database.
 	Scans int
