@@ -30,12 +30,7 @@ func (w *wakeups) handLocked(key, except string) {
 		h.timer.Stop()
 		delete(w.handed, key)
 	}
-	var r *wakeup
-	for c := range w.waiting[key] {
-		if c.parent.Err() == nil && c.ticket == "" && c.call != except && (r == nil || c.since.Before(r.since)) {
-			r = c
-		}
-	}
+	r := w.oldestLocked(key, func(c *wakeup) bool { return c.ticket == "" && c.call != except })
 	if r == nil {
 		return
 	}

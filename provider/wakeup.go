@@ -21,10 +21,12 @@ import (
 // holder that releases and at once calls for the key again (a loop, a bridge client that does
 // not await its release) would take it back before the woken waiter's attempt, every time.
 //
-// No goroutine is started (a hand-off's timer runs a function only when it lapses): a registration is a mark in these maps, and waking it sets its
-// woken flag and cancels its context, which is derived from the waiter's only when the waiter
-// actually sleeps (waitContext): most attempts find their keys free and never need one. Registering, narrowing, stopping and waking cost O(1) per
-// registration and key under one mutex. The zero value is ready to use.
+// No goroutine is started (a hand-off's timer runs a function only when it lapses): a
+// registration is a mark in these maps, and waking it sets its woken flag and cancels its
+// context, which is derived from the waiter's only when the waiter actually sleeps
+// (waitContext): most attempts find their keys free and never need one. Registering, narrowing,
+// stopping and waking cost O(1) per registration and key under one mutex. The zero value is
+// ready to use.
 type wakeups struct {
 	mu      sync.Mutex
 	waiting map[string]map[*wakeup]struct{} // key (without namespace) → its registrations
@@ -181,20 +183,18 @@ func (w *wakeups) wakeHeadLocked(key, head string) {
 			}
 		}
 	}
-	if r := w.oldestLocked(key, head == ""); r != nil {
+	queued := head == ""
+	if r := w.oldestLocked(key, func(r *wakeup) bool { return !r.woken && (queued || r.ticket == "") }); r != nil {
 		r.wakeLocked()
 	}
 }
 
-// oldestLocked returns the registration on key whose call has waited longest and is not woken
-// yet, among all of them or (queued false) those without a ticket. w.mu is held.
-func (w *wakeups) oldestLocked(key string, queued bool) *wakeup {
+// oldestLocked returns the registration on key whose call has waited longest, among those still
+// waiting (their context live) that take accepts, or nil. w.mu is held.
+func (w *wakeups) oldestLocked(key string, take func(*wakeup) bool) *wakeup {
 	var oldest *wakeup
 	for r := range w.waiting[key] {
-		if r.woken || r.parent.Err() != nil || r.ticket != "" && !queued {
-			continue
-		}
-		if oldest == nil || r.since.Before(oldest.since) {
+		if r.parent.Err() == nil && take(r) && (oldest == nil || r.since.Before(oldest.since)) {
 			oldest = r
 		}
 	}
